@@ -1,0 +1,19 @@
+"""Kafka's consumer partition assignors in Python: range, roundrobin, sticky, cooperative-sticky.
+
+Each is a plain class, one instance per consumer (see :class:`PartitionAssignor` for the contract).
+"""
+
+from kassign.assignors.base import PartitionAssignor
+from kassign.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kassign.assignors.range import RangeAssignor
+from kassign.assignors.roundrobin import RoundRobinAssignor
+from kassign.assignors.sticky import AbstractStickyAssignor, StickyAssignor
+
+__all__ = [
+    "PartitionAssignor",
+    "AbstractStickyAssignor",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "StickyAssignor",
+    "CooperativeStickyAssignor",
+]

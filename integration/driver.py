@@ -1,0 +1,463 @@
+"""Drive a live consumer group: start, stop and crash members of several kinds, produce keyed records
+at a steady rate, and record one rebalance timeline from every member's own callbacks.
+
+Every member is a subprocess (``integration/members/*`` or ``java/JavaMember.java``) printing
+``kassign.events`` JSON lines on stdout, so the three kinds behave alike: closing a member's stdin
+closes its consumer cleanly (LeaveGroup); :meth:`GroupDriver.crash_member` SIGKILLs it (no
+LeaveGroup, the broker notices only when the session times out).
+
+Typical use::
+
+    with GroupDriver(bootstrap, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        group.start_members(3, "aiokafka", "roundrobin")
+        group.wait_settled()
+        group.start_member("java", "roundrobin")
+        group.wait_settled()
+        producer.stop()
+        group.wait_all_processed(producer)
+        assert_exclusive(group.events())
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from integration.timeline_checks import current_assignment, is_settled, missing_records
+from kassign.events import Event, write_events
+from kassign.model import TopicPartition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MEMBER_KINDS", "GroupTiming", "GroupDriver", "KeyedProducer", "strategy_argument"]
+
+MEMBER_KINDS = ("aiokafka", "confluent", "java")
+
+_ROOT = Path(__file__).resolve().parent.parent
+_JAVA_SOURCE = _ROOT / "java" / "JavaMember.java"
+
+
+@dataclass(frozen=True)
+class GroupTiming:
+    """Consumer timeouts every member of a group gets.
+
+    Tansu fixes a group's session timeout at its first join and holds each JoinGroup for half of
+    it, so all members share one short session timeout. Apache Kafka accepts these only with
+    ``group.min.session.timeout.ms`` lowered (the docker-compose file and the testcontainers broker do).
+    """
+
+    session_ms: int = 1500
+    heartbeat_ms: int = 250
+    max_poll_ms: int = 30000
+    progress_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        if not 0 < self.heartbeat_ms < self.session_ms:
+            raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {self.heartbeat_ms} and {self.session_ms}")
+
+
+def _import_path(obj: Any) -> str:
+    if isinstance(obj, str):
+        return obj
+    # classes and factory functions go by their own name, assignor instances by their class
+    target = obj if isinstance(obj, type) or (callable(obj) and hasattr(obj, "__qualname__")) else type(obj)
+    qualname = getattr(target, "__qualname__", "")
+    if "<locals>" in qualname or not qualname:
+        raise TypeError(f"{obj!r} is not importable by a member subprocess; pass a module-level class")
+    return f"{target.__module__}:{qualname}"
+
+
+def strategy_argument(strategy: str | type | object | Sequence[Any]) -> str:
+    """The ``--strategy`` value for a member: a name (``"range"``), an assignor class (passed by
+    ``module:Class`` import path; instances by their class), or a sequence of these, preferred first."""
+    if isinstance(strategy, str):
+        items: Sequence[Any] = [strategy]
+    elif isinstance(strategy, Sequence):
+        items = strategy
+    else:
+        items = [strategy]
+    out = [_import_path(s) for s in items]
+    if not out or any(not s or "," in s for s in out):
+        raise ValueError(f"bad assignment strategy {strategy!r}")
+    return ",".join(out)
+
+
+@dataclass
+class _Member:
+    member_id: str
+    kind: str
+    strategy: str
+    proc: subprocess.Popen
+    stderr_path: Path
+    reader: threading.Thread | None = None
+    stopping: bool = False
+    crashed: bool = False
+
+
+@dataclass
+class _Timeline:
+    """Events from all members, appended by reader threads."""
+
+    events: list[Event] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, event: Event) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def snapshot(self) -> list[Event]:
+        with self.lock:
+            out = list(self.events)
+        out.sort(key=lambda e: e.t)
+        return out
+
+
+class KeyedProducer:
+    """Produces keyed records to one topic at a steady rate from a background thread (confluent-kafka),
+    remembering the partition and offset of every acknowledged record."""
+
+    def __init__(self, bootstrap: str, topic: str, *, rate: float = 200.0, key_space: int = 1000) -> None:
+        if rate <= 0:
+            raise ValueError(f"rate must be positive, got {rate!r}")
+        self.bootstrap, self.topic, self.rate, self.key_space = bootstrap, topic, rate, key_space
+        self._produced: dict[TopicPartition, list[int]] = collections.defaultdict(list)
+        self._errors: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+
+    def _delivered(self, err, msg) -> None:
+        with self._lock:
+            if err is not None:
+                self._errors.append(str(err))
+            else:
+                self._produced[TopicPartition(msg.topic(), msg.partition())].append(msg.offset())
+
+    def _run(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "log_level": 3})
+        start = time.monotonic()
+        while not self._stop.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            while self.sent < due:
+                key = f"k{self.sent % self.key_space}"
+                producer.produce(self.topic, key=key, value=str(self.sent), on_delivery=self._delivered)
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(0.01)
+        remaining = producer.flush(15)
+        if remaining:
+            with self._lock:
+                self._errors.append(f"{remaining} record(s) not acknowledged at stop")
+
+    def start(self) -> KeyedProducer:
+        self._thread = threading.Thread(target=self._run, name=f"producer-{self.topic}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop producing and wait until every record is acknowledged (or failed)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def produced(self) -> dict[TopicPartition, list[int]]:
+        """Partition -> offsets of acknowledged records so far."""
+        with self._lock:
+            return {tp: list(offs) for tp, offs in sorted(self._produced.items())}
+
+    @property
+    def errors(self) -> list[str]:
+        with self._lock:
+            return list(self._errors)
+
+
+class GroupDriver:
+    """One consumer group on one broker: its members, its producer and its timeline.
+
+    Use as a context manager; leaving it stops every member (cleanly) and the producer.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        topics: str | Sequence[str],
+        *,
+        timing: GroupTiming = GroupTiming(),
+        log_dir: str | os.PathLike[str] | None = None,
+        java_heap: str = "256m",
+    ) -> None:
+        from integration.topics import partition_count
+
+        self.bootstrap = bootstrap
+        self.group_id = group_id
+        self.topics = [topics] if isinstance(topics, str) else list(topics)
+        if not self.topics:
+            raise ValueError("a group needs at least one topic")
+        self.timing = timing
+        self.java_heap = java_heap
+        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{group_id}-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.partitions = sorted(
+            TopicPartition(t, p) for t in self.topics for p in range(partition_count(bootstrap, t))
+        )
+        self._members: dict[str, _Member] = {}
+        self._timeline = _Timeline()
+        self._producers: list[KeyedProducer] = []
+        self._java_classes: str | None = None
+        self._next_number = 1
+
+    # -- members -------------------------------------------------------------------------------
+
+    def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None
+                        ) -> list[str]:
+        t = self.timing
+        common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
+                  "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
+                  "--heartbeat-ms", str(t.heartbeat_ms), "--max-poll-ms", str(t.max_poll_ms),
+                  "--progress-ms", str(t.progress_ms)]
+        if rack:
+            common += ["--rack", rack]
+        if consumer_factory is not None and kind != "aiokafka":
+            raise ValueError(f"consumer_factory applies to aiokafka members only, not {kind!r}")
+        if kind == "aiokafka":
+            extra = ["--consumer-factory", _import_path(consumer_factory)] if consumer_factory is not None else []
+            return [sys.executable, "-m", "integration.members.aiokafka_member", *common, *extra]
+        if kind == "confluent":
+            return [sys.executable, "-m", "integration.members.confluent_member", *common]
+        if kind == "java":
+            from kassign._java import compile_java, java_command
+
+            if self._java_classes is None:
+                self._java_classes = compile_java(_JAVA_SOURCE)
+            return java_command(self._java_classes, "JavaMember", *common, heap=self.java_heap)
+        raise ValueError(f"unknown member kind {kind!r}; expected one of {MEMBER_KINDS}")
+
+    def start_member(
+        self,
+        kind: str,
+        strategy: str | type | Sequence[Any],
+        *,
+        member_id: str | None = None,
+        consumer_factory: str | Callable[..., Any] | None = None,
+        rack: str | None = None,
+    ) -> str:
+        """Start one member; returns its id (``m1``, ``m2``, ... unless given).
+
+        ``strategy``: see :func:`strategy_argument`; Java takes range/roundrobin/sticky/
+        cooperative-sticky, confluent range/roundrobin/cooperative-sticky, aiokafka its own names or
+        assignor classes. ``consumer_factory`` (aiokafka only): a class or ``module:attr`` used in place
+        of ``AIOKafkaConsumer``.
+        """
+        if member_id is None:
+            member_id = f"m{self._next_number}"
+            self._next_number += 1
+        if member_id in self._members:
+            raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
+        strategy_arg = strategy_argument(strategy)
+        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
+        # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.
+        env.setdefault("JAVA_TOOL_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        stderr_path = self.log_dir / f"{member_id}.stderr"
+        with open(stderr_path, "wb") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=_ROOT,
+                                    env=env, start_new_session=True)
+        member = _Member(member_id, kind, strategy_arg, proc, stderr_path)
+        member.reader = threading.Thread(target=self._read, args=(member,), name=f"reader-{member_id}", daemon=True)
+        self._members[member_id] = member
+        member.reader.start()
+        log.info("started %s member %s (%s) in group %s", kind, member_id, strategy_arg, self.group_id)
+        return member_id
+
+    def start_members(self, n: int, kind: str, strategy: str | type | Sequence[Any], **kwargs: Any) -> list[str]:
+        """Start ``n`` members alike (a scale-out); returns their ids."""
+        return [self.start_member(kind, strategy, **kwargs) for _ in range(n)]
+
+    scale_out = start_members
+
+    def _read(self, member: _Member) -> None:
+        stdout: IO[bytes] = member.proc.stdout  # type: ignore[assignment]
+        for raw in stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("{"):
+                if line:
+                    log.debug("%s: %s", member.member_id, line)
+                continue
+            try:
+                self._timeline.add(Event.from_json(json.loads(line), default_topic=self.topics[0]))
+            except ValueError as exc:
+                log.warning("%s printed a bad event: %s", member.member_id, exc)
+        code = member.proc.wait()
+        self._timeline.add(Event(member.member_id, time.time(), "exit", extra={"code": code}))
+        if code != 0 and not member.crashed:
+            log.warning("member %s exited with code %s; stderr tail:\n%s", member.member_id, code,
+                        self.member_log(member.member_id))
+
+    def stop_members(self, member_ids: Iterable[str], timeout: float = 20.0) -> dict[str, int]:
+        """Close the given members cleanly, all at once (a scale-in); returns their exit codes.
+
+        A member that does not exit within ``timeout`` is killed and reported with code -9.
+        """
+        members = [self._member(m) for m in member_ids]
+        for m in members:
+            m.stopping = True
+            if m.proc.stdin is not None and not m.proc.stdin.closed:
+                m.proc.stdin.close()
+        deadline = time.monotonic() + timeout
+        codes = {}
+        for m in members:
+            try:
+                codes[m.member_id] = m.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("member %s did not close within %.0fs; killing it", m.member_id, timeout)
+                m.proc.kill()
+                codes[m.member_id] = m.proc.wait()
+            if m.reader is not None:
+                m.reader.join(5)
+        return codes
+
+    def stop_member(self, member_id: str, timeout: float = 20.0) -> int:
+        """Close one member cleanly; returns its exit code."""
+        return self.stop_members([member_id], timeout)[member_id]
+
+    scale_in = stop_members
+
+    def crash_member(self, member_id: str) -> None:
+        """Kill a member with SIGKILL: no LeaveGroup, no callbacks; records a ``crash`` event."""
+        m = self._member(member_id)
+        m.crashed = True
+        m.proc.kill()
+        self._timeline.add(Event(member_id, time.time(), "crash"))
+        m.proc.wait()
+        if m.reader is not None:
+            m.reader.join(5)
+        log.info("crashed member %s", member_id)
+
+    def _member(self, member_id: str) -> _Member:
+        try:
+            return self._members[member_id]
+        except KeyError:
+            raise KeyError(f"no member {member_id!r} in group {self.group_id}; members: {sorted(self._members)}"
+                           ) from None
+
+    def live_members(self) -> list[str]:
+        """Members whose process runs and that were not asked to stop."""
+        return sorted(m.member_id for m in self._members.values()
+                      if m.proc.poll() is None and not m.stopping and not m.crashed)
+
+    def failed_members(self) -> list[str]:
+        """Members that exited on their own (not stopped, not crashed on purpose)."""
+        return sorted(m.member_id for m in self._members.values()
+                      if m.proc.poll() is not None and not m.stopping and not m.crashed)
+
+    def member_kind(self, member_id: str) -> str:
+        return self._member(member_id).kind
+
+    def member_log(self, member_id: str, tail: int = 40) -> str:
+        """The last ``tail`` lines the member wrote on stderr."""
+        path = self._member(member_id).stderr_path
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return "\n".join(lines[-tail:])
+
+    # -- producing -----------------------------------------------------------------------------
+
+    def start_producer(self, rate: float = 200.0, topic: str | None = None, key_space: int = 1000) -> KeyedProducer:
+        """Produce keyed records to ``topic`` (the group's first) at ``rate`` per second until stopped."""
+        producer = KeyedProducer(self.bootstrap, topic or self.topics[0], rate=rate, key_space=key_space).start()
+        self._producers.append(producer)
+        return producer
+
+    # -- timeline ------------------------------------------------------------------------------
+
+    def events(self) -> list[Event]:
+        """Every event so far, in time order."""
+        return self._timeline.snapshot()
+
+    def assignment(self) -> dict[str, list[TopicPartition]]:
+        """Member -> partitions it owns now, from the timeline."""
+        return current_assignment(self.events())
+
+    def describe(self) -> str:
+        """Live members, current ownership and unexpected exits: for failure messages."""
+        lines = [f"group {self.group_id}: live {self.live_members()}"]
+        for member, parts in self.assignment().items():
+            lines.append(f"  {member}: {[p.partition for p in parts] if len(self.topics) == 1 else parts}")
+        for member_id in self.failed_members():
+            code = self._members[member_id].proc.poll()
+            lines.append(f"  {member_id} exited with {code}; stderr tail:\n{self.member_log(member_id, 15)}")
+        return "\n".join(lines)
+
+    def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float, what: str) -> list[Event]:
+        """Poll the timeline until ``predicate(events)`` holds; raises TimeoutError describing the group."""
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.events()
+            if predicate(events):
+                return events
+            failed = self.failed_members()
+            if failed:
+                raise RuntimeError(f"{what}: member(s) {failed} exited unexpectedly\n{self.describe()}")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{what}: not reached within {timeout:.0f}s\n{self.describe()}")
+            time.sleep(0.1)
+
+    def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True
+                     ) -> dict[str, list[TopicPartition]]:
+        """Wait until every partition has exactly one owner among the live members (and every live member
+        owns something, by default), continuously for ``stable_for`` seconds; returns the assignment."""
+        since: list[float] = []
+
+        def settled(events: list[Event]) -> bool:
+            if not is_settled(events, self.partitions, self.live_members(), require_every_member=require_every_member):
+                since.clear()
+                return False
+            if not since:
+                since.append(time.monotonic())
+            return time.monotonic() - since[0] >= stable_for
+
+        self.wait_for(settled, timeout, "group settled")
+        return self.assignment()
+
+    def wait_all_processed(self, producer: KeyedProducer, timeout: float = 15.0) -> list[Event]:
+        """Wait until every record ``producer`` had acknowledged shows up in some member's ``processed``."""
+        produced = producer.produced()
+        return self.wait_for(lambda ev: not missing_records(ev, produced, self.topics[0]), timeout,
+                             f"all {sum(map(len, produced.values()))} produced records processed")
+
+    def write_timeline(self, path: str | os.PathLike[str]) -> int:
+        """Write the timeline as JSON lines (bare partition numbers when the group reads one topic)."""
+        single = self.topics[0] if len(self.topics) == 1 else None
+        return write_events(path, self.events(), single_topic=single)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the producers and every member still running (cleanly, then by force)."""
+        for producer in self._producers:
+            producer.stop()
+        running = [m.member_id for m in self._members.values() if m.proc.poll() is None]
+        if running:
+            self.stop_members(running)
+
+    def __enter__(self) -> GroupDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,178 @@
+"""An aiokafka group member: ``python -m integration.members.aiokafka_member --bootstrap ... --id m1 ...``.
+
+``--strategy`` takes aiokafka's names (``range``, ``roundrobin``, ``sticky``) or ``module:attr`` import
+paths (an assignor class or instance, e.g. ``kassign.adapters.aiokafka:StickyAssignor``);
+``--consumer-factory module:attr`` replaces :class:`aiokafka.AIOKafkaConsumer` by any callable taking
+the same keyword arguments (e.g. a cooperative consumer class).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+from aiokafka.errors import KafkaError
+
+from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
+
+log = logging.getLogger(__name__)
+
+_BUILTIN_ASSIGNORS = {
+    "range": "aiokafka.coordinator.assignors.range:RangePartitionAssignor",
+    "roundrobin": "aiokafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "sticky": "aiokafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
+}
+
+
+def load_object(path: str) -> Any:
+    """Import ``module:attr`` (attr may be dotted)."""
+    module, sep, attr = path.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"expected module:attr, got {path!r}")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def resolve_assignors(strategy: str) -> tuple[Any, ...]:
+    """The ``partition_assignment_strategy`` tuple for a comma-separated strategy list."""
+    names = [s.strip() for s in strategy.split(",") if s.strip()]
+    if not names:
+        raise ValueError(f"empty strategy list {strategy!r}")
+    return tuple(load_object(_BUILTIN_ASSIGNORS.get(n, n)) for n in names)
+
+
+class _Listener(ConsumerRebalanceListener):
+    """Records every callback; commits what was processed on the revoked partitions before giving them up."""
+
+    def __init__(self, member: AiokafkaMember) -> None:
+        self.member = member
+
+    async def on_partitions_revoked(self, revoked) -> None:
+        m = self.member
+        parts = [(tp.topic, tp.partition) for tp in revoked]
+        if not parts:
+            return  # aiokafka's first join "revokes" nothing; that is no revocation
+        m.writer.parts("cb_revoked", parts, gen=m.generation())
+        m.processed.report(m.writer, parts)
+        await m.commit(parts)
+        m.processed.forget(parts)
+        m.writer.emit("cb_revoked_done")
+
+    async def on_partitions_assigned(self, assigned) -> None:
+        m = self.member
+        m.writer.parts("cb_assigned", [(tp.topic, tp.partition) for tp in assigned], gen=m.generation())
+
+    async def on_partitions_lost(self, lost) -> None:
+        # Not called by aiokafka itself; cooperative consumers plugged in through --consumer-factory may.
+        m = self.member
+        parts = [(tp.topic, tp.partition) for tp in lost]
+        m.writer.parts("cb_lost", parts, gen=m.generation())
+        m.processed.report(m.writer, parts)
+        m.processed.forget(parts)
+
+
+class AiokafkaMember:
+    """One consumer: poll, record processed offsets, report progress and commit every ``progress_ms``."""
+
+    def __init__(self, args, consumer_factory: Any = AIOKafkaConsumer) -> None:
+        self.args = args
+        self.consumer_factory = consumer_factory
+        self.writer = EventWriter(args.id)
+        self.processed = ProcessedOffsets()
+        self.consumer: Any = None
+
+    def make_consumer(self) -> Any:
+        """Build the consumer (aiokafka needs the running loop, so this happens inside :meth:`run`)."""
+        args = self.args
+        config: dict[str, Any] = dict(
+            bootstrap_servers=args.bootstrap,
+            group_id=args.group,
+            client_id=args.id,
+            partition_assignment_strategy=resolve_assignors(args.strategy),
+            session_timeout_ms=args.session_ms,
+            heartbeat_interval_ms=args.heartbeat_ms,
+            max_poll_interval_ms=args.max_poll_ms,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        if args.rack:
+            config["client_rack"] = args.rack
+        return self.consumer_factory(**config)
+
+    def generation(self) -> int:
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        return int(getattr(coordinator, "generation", -1))
+
+    async def commit(self, only=None) -> None:
+        from aiokafka import TopicPartition as AioTP
+
+        wanted = None if only is None else set(only)
+        offsets = {AioTP(t, p): o for (t, p), o in self.processed.next_offset.items()
+                   if wanted is None or (t, p) in wanted}
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as exc:
+            self.writer.emit("commit_err", error=type(exc).__name__)
+
+    async def report_progress(self) -> None:
+        pos = {}
+        for tp in sorted(self.consumer.assignment()):
+            try:
+                pos[tp_key(tp.topic, tp.partition)] = await asyncio.wait_for(self.consumer.position(tp), 0.2)
+            except (asyncio.TimeoutError, KafkaError):
+                pass  # position not known yet right after assignment
+        self.writer.emit("progress", pos=pos)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        watch_stdin(lambda: loop.call_soon_threadsafe(stop.set))
+        topics = [t for t in self.args.topics.split(",") if t]
+        self.consumer = self.make_consumer()
+        self.consumer.subscribe(topics, listener=_Listener(self))
+        self.writer.emit("subscribed", topics=topics)
+        await self.consumer.start()
+        tick = self.args.progress_ms / 1000.0
+        next_tick = time.monotonic() + tick
+        try:
+            while not stop.is_set():
+                batch = await self.consumer.getmany(timeout_ms=100)
+                for tp, records in batch.items():
+                    for record in records:
+                        self.processed.add(tp.topic, tp.partition, record.offset)
+                if time.monotonic() >= next_tick:
+                    next_tick += tick
+                    await self.report_progress()
+                    self.processed.report(self.writer)
+                    await self.commit()
+        finally:
+            self.writer.emit("closing")
+            self.processed.report(self.writer)
+            await self.commit()
+            await self.consumer.stop()
+            self.writer.emit("closed")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = common_arguments("aiokafka consumer-group member for kassign's group driver")
+    ap.add_argument("--consumer-factory", default=None, help="module:attr replacing AIOKafkaConsumer")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    factory = load_object(args.consumer_factory) if args.consumer_factory else AIOKafkaConsumer
+    asyncio.run(AiokafkaMember(args, factory).run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""A confluent-kafka (librdkafka) group member with librdkafka's built-in assignors:
+``python -m integration.members.confluent_member --strategy range|roundrobin|cooperative-sticky ...``.
+
+The poll loop runs in the main thread; the rebalance callbacks run inside ``poll``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import TopicPartition as CkTP
+
+from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
+
+log = logging.getLogger(__name__)
+
+LIBRDKAFKA_STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
+
+
+class ConfluentMember:
+    """One librdkafka consumer; same reporting and commit discipline as the other members."""
+
+    def __init__(self, args) -> None:
+        strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+        unknown = [s for s in strategies if s not in LIBRDKAFKA_STRATEGIES]
+        if unknown or not strategies:
+            raise ValueError(f"librdkafka strategies are {LIBRDKAFKA_STRATEGIES}, got {args.strategy!r}")
+        self.args = args
+        self.writer = EventWriter(args.id)
+        self.processed = ProcessedOffsets()
+        config = {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": args.group,
+            "client.id": args.id,
+            "partition.assignment.strategy": ",".join(strategies),
+            "session.timeout.ms": args.session_ms,
+            "heartbeat.interval.ms": args.heartbeat_ms,
+            "max.poll.interval.ms": args.max_poll_ms,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+        if args.rack:
+            config["client.rack"] = args.rack
+        self.consumer = Consumer(config)
+
+    def commit(self, only=None) -> None:
+        wanted = None if only is None else set(only)
+        offsets = [CkTP(t, p, o) for (t, p), o in sorted(self.processed.next_offset.items())
+                   if wanted is None or (t, p) in wanted]
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            error = exc.args[0]  # a KafkaError
+            self.writer.emit("commit_err", error=error.name() if hasattr(error, "name") else str(error))
+
+    def on_assign(self, consumer, partitions) -> None:
+        self.writer.parts("cb_assigned", [(tp.topic, tp.partition) for tp in partitions])
+
+    def on_revoke(self, consumer, partitions) -> None:
+        parts = [(tp.topic, tp.partition) for tp in partitions]
+        self.writer.parts("cb_revoked", parts)
+        self.processed.report(self.writer, parts)
+        self.commit(parts)
+        self.processed.forget(parts)
+        self.writer.emit("cb_revoked_done")
+
+    def on_lost(self, consumer, partitions) -> None:
+        parts = [(tp.topic, tp.partition) for tp in partitions]
+        self.writer.parts("cb_lost", parts)
+        self.processed.report(self.writer, parts)
+        self.processed.forget(parts)
+
+    def report_progress(self) -> None:
+        pos = {}
+        try:
+            for tp in self.consumer.position(self.consumer.assignment()):
+                if tp.offset >= 0:  # negative: no position yet
+                    pos[tp_key(tp.topic, tp.partition)] = tp.offset
+        except KafkaException:
+            pass
+        self.writer.emit("progress", pos=pos)
+
+    def run(self) -> None:
+        stop = threading.Event()
+        watch_stdin(stop.set)
+        topics = [t for t in self.args.topics.split(",") if t]
+        self.consumer.subscribe(topics, on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+        self.writer.emit("subscribed", topics=topics)
+        tick = self.args.progress_ms / 1000.0
+        next_tick = time.monotonic() + tick
+        try:
+            while not stop.is_set():
+                for msg in self.consumer.consume(num_messages=500, timeout=0.1):
+                    if msg.error() is None:
+                        self.processed.add(msg.topic(), msg.partition(), msg.offset())
+                if time.monotonic() >= next_tick:
+                    next_tick += tick
+                    self.report_progress()
+                    self.processed.report(self.writer)
+                    self.commit()
+        finally:
+            self.writer.emit("closing")
+            self.processed.report(self.writer)
+            self.commit()
+            self.consumer.close()
+            self.writer.emit("closed")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = common_arguments("confluent-kafka consumer-group member for kassign's group driver").parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ConfluentMember(args).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

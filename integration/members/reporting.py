@@ -1,0 +1,101 @@
+"""What every Python member shares: the JSON-lines event writer, processed-range bookkeeping, the
+stdin watcher and the common command-line options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+__all__ = ["EventWriter", "ProcessedOffsets", "watch_stdin", "common_arguments", "tp_key"]
+
+
+def tp_key(topic: str, partition: int) -> str:
+    """The timeline form of a partition used by members: ``"topic:partition"``."""
+    return f"{topic}:{partition}"
+
+
+class EventWriter:
+    """Prints one JSON object per line on stdout, flushed at once (a killed member loses nothing printed)."""
+
+    def __init__(self, member_id: str) -> None:
+        self.member_id = member_id
+        self._lock = threading.Lock()
+
+    def emit(self, ev: str, **fields: object) -> None:
+        line = json.dumps({"id": self.member_id, "t": round(time.time(), 3), "ev": ev, **fields},
+                          separators=(",", ":"))
+        with self._lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def parts(self, ev: str, partitions: Iterable[tuple[str, int]], **fields: object) -> None:
+        """Emit a callback event carrying ``parts``, sorted by (topic, partition)."""
+        self.emit(ev, parts=[tp_key(t, p) for t, p in sorted(partitions)], **fields)
+
+
+class ProcessedOffsets:
+    """Offsets processed since the last report, as inclusive ranges, and the next offset to commit."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[tuple[str, int], list[list[int]]] = {}
+        self.next_offset: dict[tuple[str, int], int] = {}
+
+    def add(self, topic: str, partition: int, offset: int) -> None:
+        ranges = self._ranges.setdefault((topic, partition), [])
+        if ranges and ranges[-1][1] + 1 == offset:
+            ranges[-1][1] = offset
+        else:
+            ranges.append([offset, offset])
+        self.next_offset[(topic, partition)] = offset + 1
+
+    def report(self, writer: EventWriter, only: Iterable[tuple[str, int]] | None = None) -> None:
+        """Emit a ``processed`` event for the pending ranges (of ``only``, or all) and forget them.
+
+        Called before committing those offsets, so a crash can never hide a committed record.
+        """
+        keys = sorted(self._ranges) if only is None else sorted(set(only) & set(self._ranges))
+        if keys:
+            writer.emit("processed", ranges={tp_key(*k): self._ranges[k] for k in keys})
+        for k in keys:
+            del self._ranges[k]
+
+    def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Drop commit positions of partitions this member no longer owns."""
+        for k in partitions:
+            self.next_offset.pop(k, None)
+
+
+def watch_stdin(on_eof: Callable[[], None]) -> threading.Thread:
+    """Call ``on_eof`` (from a daemon thread) when stdin reaches end-of-file: the driver's stop signal."""
+
+    def run() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except OSError:
+            pass  # a broken stdin means the driver is gone: stop as on end-of-file
+        on_eof()
+
+    thread = threading.Thread(target=run, name="stdin-watcher", daemon=True)
+    thread.start()
+    return thread
+
+
+def common_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every member takes (the Java member takes the same ones)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--topics", required=True, help="comma-separated")
+    ap.add_argument("--id", required=True, help="member name used in the timeline")
+    ap.add_argument("--strategy", required=True, help="comma-separated assignment strategies, preferred first")
+    ap.add_argument("--session-ms", type=int, default=1500)
+    ap.add_argument("--heartbeat-ms", type=int, default=250)
+    ap.add_argument("--max-poll-ms", type=int, default=30000)
+    ap.add_argument("--rack", default=None)
+    ap.add_argument("--progress-ms", type=int, default=1000)
+    return ap

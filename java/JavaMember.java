@@ -1,0 +1,257 @@
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * One Java consumer-group member for kassign's group driver (integration/driver.py).
+ *
+ * Prints its rebalance callbacks, positions and processed offset ranges as JSON lines on stdout in
+ * kassign's timeline schema (kassign/events.py). Partitions are written as "topic:partition".
+ * Closing stdin closes the consumer cleanly (LeaveGroup); killing the process is a crash.
+ *
+ * Usage: JavaMember --bootstrap B --group G --topics T1[,T2] --id M --strategy S[,S2]
+ *        [--session-ms 1500] [--heartbeat-ms 250] [--max-poll-ms 30000] [--rack R] [--progress-ms 1000]
+ * Strategies: range, roundrobin, sticky, cooperative-sticky (or a fully qualified class name).
+ */
+public class JavaMember {
+    private static final Comparator<TopicPartition> TP_ORDER =
+            Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
+
+    private final String id;
+    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final AtomicBoolean stopping = new AtomicBoolean(false);
+    // Processed-but-unreported offset ranges and the next offset to commit, per partition.
+    private final Map<TopicPartition, List<long[]>> pendingRanges = new HashMap<>();
+    private final Map<TopicPartition, Long> processedUpTo = new HashMap<>();
+
+    JavaMember(String id, Properties props) {
+        this.id = id;
+        this.consumer = new KafkaConsumer<>(props);
+    }
+
+    private static String strategyClass(String name) {
+        switch (name) {
+            case "range": return "org.apache.kafka.clients.consumer.RangeAssignor";
+            case "roundrobin": return "org.apache.kafka.clients.consumer.RoundRobinAssignor";
+            case "sticky": return "org.apache.kafka.clients.consumer.StickyAssignor";
+            case "cooperative-sticky": return "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+            default:
+                if (name.contains(".")) return name;
+                throw new IllegalArgumentException("unknown assignment strategy: " + name);
+        }
+    }
+
+    private static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    private static String tp(TopicPartition p) {
+        return quote(p.topic() + ":" + p.partition());
+    }
+
+    private static String parts(Collection<TopicPartition> partitions) {
+        List<String> items = new ArrayList<>();
+        partitions.stream().sorted(TP_ORDER).forEach(p -> items.add(tp(p)));
+        return "[" + String.join(",", items) + "]";
+    }
+
+    /** Print one event; synchronized because commit callbacks may print from another thread. */
+    private synchronized void emit(String ev, String rest) {
+        double t = System.currentTimeMillis() / 1000.0;
+        String line = "{\"id\":" + quote(id) + ",\"t\":" + String.format("%.3f", t) + ",\"ev\":" + quote(ev)
+                + (rest.isEmpty() ? "" : "," + rest) + "}";
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    private int generation() {
+        try {
+            return consumer.groupMetadata().generationId();
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private void record(ConsumerRecord<byte[], byte[]> r) {
+        TopicPartition p = new TopicPartition(r.topic(), r.partition());
+        List<long[]> ranges = pendingRanges.computeIfAbsent(p, k -> new ArrayList<>());
+        long[] last = ranges.isEmpty() ? null : ranges.get(ranges.size() - 1);
+        if (last != null && last[1] + 1 == r.offset()) last[1] = r.offset();
+        else ranges.add(new long[] {r.offset(), r.offset()});
+        processedUpTo.put(p, r.offset() + 1);
+    }
+
+    /** Report processed ranges of the given partitions (all when null) before their offsets are committed. */
+    private void reportProcessed(Collection<TopicPartition> only) {
+        List<String> items = new ArrayList<>();
+        Map<TopicPartition, List<long[]>> sorted = new TreeMap<>(TP_ORDER);
+        sorted.putAll(pendingRanges);
+        for (Map.Entry<TopicPartition, List<long[]>> e : sorted.entrySet()) {
+            if (only != null && !only.contains(e.getKey())) continue;
+            List<String> rs = new ArrayList<>();
+            for (long[] r : e.getValue()) rs.add("[" + r[0] + "," + r[1] + "]");
+            items.add(tp(e.getKey()) + ":[" + String.join(",", rs) + "]");
+        }
+        if (only == null) pendingRanges.clear();
+        else only.forEach(pendingRanges::remove);
+        if (!items.isEmpty()) emit("processed", "\"ranges\":{" + String.join(",", items) + "}");
+    }
+
+    private Map<TopicPartition, OffsetAndMetadata> commitable(Collection<TopicPartition> only) {
+        Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+        for (Map.Entry<TopicPartition, Long> e : processedUpTo.entrySet()) {
+            if (only == null || only.contains(e.getKey())) out.put(e.getKey(), new OffsetAndMetadata(e.getValue()));
+        }
+        return out;
+    }
+
+    private void reportProgress() {
+        List<String> items = new ArrayList<>();
+        for (TopicPartition p : consumer.assignment()) {
+            try {
+                items.add(tp(p) + ":" + consumer.position(p, Duration.ofMillis(200)));
+            } catch (RuntimeException e) {
+                // position unknown right after assignment: leave the partition out of this report
+            }
+        }
+        emit("progress", "\"pos\":{" + String.join(",", items) + "}");
+    }
+
+    private final ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            emit("cb_revoked", "\"parts\":" + parts(partitions) + ",\"gen\":" + generation());
+            reportProcessed(partitions);
+            Map<TopicPartition, OffsetAndMetadata> offsets = commitable(partitions);
+            if (!offsets.isEmpty()) {
+                try {
+                    consumer.commitSync(offsets);
+                } catch (RuntimeException e) {
+                    emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
+                }
+            }
+            partitions.forEach(processedUpTo::remove);
+            emit("cb_revoked_done", "");
+        }
+
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {
+            emit("cb_lost", "\"parts\":" + parts(partitions) + ",\"gen\":" + generation());
+            reportProcessed(partitions);
+            partitions.forEach(processedUpTo::remove);
+        }
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            emit("cb_assigned", "\"parts\":" + parts(partitions) + ",\"gen\":" + generation());
+        }
+    };
+
+    void run(List<String> topics, long progressMs) {
+        consumer.subscribe(topics, listener);
+        emit("subscribed", "\"topics\":[" + String.join(",", topics.stream().map(JavaMember::quote).toList()) + "]");
+        long nextTick = System.currentTimeMillis() + progressMs;
+        try {
+            while (!stopping.get()) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
+                for (ConsumerRecord<byte[], byte[]> r : records) record(r);
+                if (System.currentTimeMillis() >= nextTick) {
+                    nextTick += progressMs;
+                    reportProgress();
+                    reportProcessed(null);
+                    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
+                    if (!offsets.isEmpty()) {
+                        consumer.commitAsync(offsets, (o, e) -> {
+                            if (e != null) emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
+                        });
+                    }
+                }
+            }
+        } catch (WakeupException e) {
+            // stdin closed: fall through to a clean close
+        }
+        emit("closing", "");
+        reportProcessed(null);
+        Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
+        try {
+            if (!offsets.isEmpty()) consumer.commitSync(offsets);
+        } catch (RuntimeException e) {
+            emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
+        }
+        consumer.close(Duration.ofSeconds(10));
+        emit("closed", "");
+    }
+
+    void watchStdin() {
+        Thread t = new Thread(() -> {
+            InputStream in = System.in;
+            try {
+                while (in.read() >= 0) {
+                    // any input is ignored; only end-of-file matters
+                }
+            } catch (IOException e) {
+                // a broken stdin means the driver is gone: stop as on end-of-file
+            }
+            stopping.set(true);
+            consumer.wakeup();
+        }, "stdin-watcher");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    public static void main(String[] args) {
+        Map<String, String> opt = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            if (!args[i].startsWith("--")) throw new IllegalArgumentException("expected --option, got " + args[i]);
+            opt.put(args[i].substring(2), args[i + 1]);
+        }
+        for (String required : List.of("bootstrap", "group", "topics", "id", "strategy")) {
+            if (!opt.containsKey(required)) throw new IllegalArgumentException("missing --" + required);
+        }
+        List<String> strategies = new ArrayList<>();
+        for (String s : opt.get("strategy").split(",")) strategies.add(strategyClass(s.trim()));
+
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opt.get("bootstrap"));
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, opt.get("group"));
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, opt.get("id"));
+        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, String.join(",", strategies));
+        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, opt.getOrDefault("session-ms", "1500"));
+        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, opt.getOrDefault("heartbeat-ms", "250"));
+        props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, opt.getOrDefault("max-poll-ms", "30000"));
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        if (opt.containsKey("rack")) props.put(ConsumerConfig.CLIENT_RACK_CONFIG, opt.get("rack"));
+
+        JavaMember member = new JavaMember(opt.get("id"), props);
+        member.watchStdin();
+        member.run(List.of(opt.get("topics").split(",")), Long.parseLong(opt.getOrDefault("progress-ms", "1000")));
+    }
+}

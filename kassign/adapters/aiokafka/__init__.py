@@ -1,0 +1,26 @@
+"""kassign for aiokafka.
+
+* Drop-in assignors for ``AIOKafkaConsumer(partition_assignment_strategy=(...))``, as classes or
+  instances: :class:`StickyAssignor`, :class:`CooperativeStickyAssignor`, :class:`RangeAssignor`,
+  :class:`RoundRobinAssignor` (Kafka's protocol names, so they interoperate with Java and librdkafka).
+* :class:`CooperativeConsumer`: an AIOKafkaConsumer that sends full subscriptions and rebalances
+  cooperatively (KIP-429) when every listed assignor supports it.
+"""
+
+from kassign.adapters.aiokafka.assignors import (
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+)
+from kassign.adapters.aiokafka.consumer import CooperativeConsumer
+from kassign.adapters.aiokafka.group_protocol import IllegalCooperativeAssignment
+
+__all__ = [
+    "StickyAssignor",
+    "CooperativeStickyAssignor",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "CooperativeConsumer",
+    "IllegalCooperativeAssignment",
+]

@@ -1,0 +1,412 @@
+"""kassign's group coordinator for aiokafka: full subscriptions and the cooperative protocol (KIP-429).
+
+It replaces the parts of aiokafka's ``GroupCoordinator`` that decide what a member sends, what the
+leader computes and what a member does with its assignment, as Java's ConsumerCoordinator does:
+
+* JoinGroup carries one v3 subscription per assignor (topics, user data, owned partitions,
+  generation, rack), all protocols in a single request;
+* the leader decodes every member's full subscription with kassign's codecs, runs the chosen
+  assignor and, under the cooperative protocol, refuses assignments that hand a partition to one
+  member while another still owns it;
+* COOPERATIVE (every assignor supports it): the member keeps its partitions through the rebalance,
+  revokes only ``owned - assigned`` after SyncGroup (committing them first when auto-commit is on),
+  adds only ``assigned - owned`` keeping the positions of what it kept, and rejoins at once when it
+  revoked something so the follow-up rebalance hands the freed partitions out;
+* EAGER: everything is revoked before joining, as aiokafka does;
+* partitions lost to a generation reset (fenced, session expired) go to the listener's
+  ``on_partitions_lost`` when it has one (else ``on_partitions_revoked``) and are not committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import aiokafka.errors as Errors
+from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
+from aiokafka.coordinator.protocol import ConsumerProtocol
+from aiokafka.protocol.commit import OffsetCommitRequest
+from aiokafka.protocol.group import JoinGroupRequest
+from aiokafka.structs import OffsetAndMetadata
+from aiokafka.structs import TopicPartition as AioTopicPartition
+
+from kassign.adapters.aiokafka.group_protocol import (
+    decode_member_subscriptions,
+    leader_assignment,
+    member_metadata,
+    select_rebalance_protocol,
+)
+from kassign.assignors.base import PartitionAssignor
+from kassign.model import RebalanceProtocol, TopicPartition
+from kassign.protocol import ProtocolError, decode_assignment
+
+log = logging.getLogger(__name__)
+
+__all__ = ["KassignGroupCoordinator"]
+
+_NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
+# A commit that fails with a retriable error while revoking is retried this often, then given up
+# (the partition's next owner resumes from the last committed offset: nothing is lost).
+_REVOCATION_COMMIT_ATTEMPTS = 3
+
+
+def _aio(partitions: Iterable[Any]) -> set[AioTopicPartition]:
+    return {AioTopicPartition(tp[0], tp[1]) for tp in partitions}
+
+
+class _Rebalance(CoordinatorGroupRebalance):
+    """One JoinGroup/SyncGroup round with every protocol in a single JoinGroup request."""
+
+    async def perform_group_join(self) -> tuple[str, bytes] | None:
+        coordinator: KassignGroupCoordinator = self._coordinator
+        topics = self._subscription.topics
+        protocols = [(assignor.name, coordinator.join_metadata(assignor, topics)) for assignor in self._assignors]
+        log.info("(Re-)joining group %s (%s protocol, owning %d partitions)", self.group_id,
+                 coordinator.rebalance_protocol.name, len(coordinator.owned_partitions))
+        while True:
+            request = JoinGroupRequest(
+                self.group_id,
+                self._session_timeout_ms,
+                self._rebalance_timeout_ms,
+                coordinator.member_id,
+                coordinator._group_instance_id,
+                ConsumerProtocol.PROTOCOL_TYPE,
+                protocols,
+            )
+            try:
+                response = await coordinator._send_req(request)
+            except Errors.KafkaError:
+                return None  # connection trouble: the coordinator lookup backs off
+            if not self._subscription.active:
+                return None
+            error_type = Errors.for_code(response.error_code)
+            if error_type is not Errors.MemberIdRequired:
+                break
+            # KIP-394: the broker hands out the member id and wants the join repeated with it.
+            coordinator.member_id = response.member_id
+
+        if error_type is Errors.NoError:
+            coordinator.member_id = response.member_id
+            coordinator.generation = response.generation_id
+            log.info("Joined group %s (generation %s) as %s, protocol %s", self.group_id,
+                     response.generation_id, response.member_id, response.group_protocol)
+            if response.leader_id == response.member_id:
+                assignment_bytes = await self._on_join_leader(response)
+            else:
+                assignment_bytes = await self._on_join_follower()
+            if assignment_bytes is None:
+                return None
+            return response.group_protocol, assignment_bytes
+        await self._on_join_error(error_type)
+        return None
+
+    async def _on_join_error(self, error_type: type[Errors.KafkaError]) -> None:
+        coordinator = self._coordinator
+        if error_type is Errors.GroupLoadInProgressError:
+            await asyncio.sleep(self._retry_backoff_ms / 1000)
+        elif error_type in (Errors.UnknownMemberIdError, Errors.IllegalGenerationError):
+            log.info("JoinGroup for %s: %s, rejoining as a new member", self.group_id, error_type.__name__)
+            coordinator.reset_generation()
+        elif error_type in (Errors.GroupCoordinatorNotAvailableError, Errors.NotCoordinatorForGroupError):
+            coordinator.coordinator_dead()
+        elif error_type is Errors.RebalanceInProgressError:
+            await asyncio.sleep(self._retry_backoff_ms / 1000)
+        elif error_type is Errors.GroupAuthorizationFailedError:
+            raise error_type(self.group_id)
+        else:
+            error = error_type()
+            log.error("JoinGroup for group %s failed: %r", self.group_id, error)
+            raise error
+
+
+class KassignGroupCoordinator(GroupCoordinator):
+    """aiokafka's GroupCoordinator with kassign's subscriptions, leader and (when every assignor
+    supports it) the incremental cooperative rebalance protocol.
+
+    ``assignors`` are kassign assignor instances belonging to this consumer alone.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        subscription: Any,
+        *,
+        assignors: Sequence[PartitionAssignor],
+        client_rack: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._protocol = select_rebalance_protocol(assignors)
+        self._client_rack = client_rack
+        # What this member owns, and the aiokafka Assignment holding those partitions' positions.
+        # Tracked apart from the subscription because a subscription change drops aiokafka's
+        # assignment while a cooperative member keeps consuming what is still subscribed.
+        self._owned: frozenset[AioTopicPartition] = frozenset()
+        self._owned_assignment: Any = None
+        self._commit_sent_as: tuple[int, str] | None = None
+        self._commit_response_for: tuple[int, str] | None = None
+        self._commit_reset_wanted = False
+        self._joining = False
+        super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """EAGER or COOPERATIVE: the most capable protocol all of this consumer's assignors support."""
+        return self._protocol
+
+    @property
+    def owned_partitions(self) -> frozenset[AioTopicPartition]:
+        """The partitions this member owns right now (kept through cooperative rebalances)."""
+        return self._owned
+
+    def join_metadata(self, assignor: PartitionAssignor, topics: Iterable[str]) -> bytes:
+        """This member's JoinGroup metadata for one protocol."""
+        return member_metadata(
+            assignor,
+            topics,
+            owned=[TopicPartition(tp.topic, tp.partition) for tp in self._owned],
+            generation=self.generation,
+            rack=self._client_rack,
+        )
+
+    # -- joining ---------------------------------------------------------------------------
+
+    def _generation_reset(self) -> bool:
+        return self.generation < 0 or self.member_id == _NO_MEMBER_ID
+
+    async def _on_join_prepare(self, previous_assignment: Any) -> None:
+        self._group_subscription = None
+        await self._maybe_lose_partitions()
+        if self._protocol is RebalanceProtocol.EAGER:
+            self._subscription.begin_reassignment()
+            if self._owned:
+                await self._revoke_partitions(self._owned)
+            return
+        # Cooperative: keep everything still subscribed; revoke the rest now.
+        topics = self._subscription.topics
+        unsubscribed = frozenset(tp for tp in self._owned if tp.topic not in topics)
+        if unsubscribed:
+            await self._revoke_partitions(unsubscribed)
+        subscription = self._subscription.subscription
+        if self._owned and subscription is not None and subscription.assignment is None:
+            # The subscription changed, which drops aiokafka's assignment: go on consuming what
+            # is kept while the group rebalances.
+            self._install(self._owned, carried=self._owned)
+
+    async def _maybe_lose_partitions(self) -> None:
+        if self._owned and self._generation_reset():
+            await self._lose_partitions(self._owned)
+            if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+                self._install(frozenset(), carried=frozenset())
+
+    async def _do_rejoin_group(self, subscription: Any) -> bool:
+        await self._maybe_lose_partitions()
+        rebalance = _Rebalance(
+            self,
+            self.group_id,
+            self.coordinator_id,
+            subscription,
+            self._assignors,
+            self._session_timeout_ms,
+            self._retry_backoff_ms,
+        )
+        self._joining = True
+        try:
+            result = await rebalance.perform_group_join()
+        finally:
+            self._joining = False
+        if not subscription.active:
+            log.debug("subscription changed during the rebalance of group %s; rejoining", self.group_id)
+            return False
+        if result is None:
+            await asyncio.sleep(self._retry_backoff_ms / 1000)
+            return False
+        protocol, assignment_bytes = result
+        await self._on_join_complete(self.generation, self.member_id, protocol, assignment_bytes)
+        return True
+
+    # -- leader ----------------------------------------------------------------------------
+
+    async def _perform_assignment(self, response: Any) -> dict[str, bytes]:
+        assignor = self._lookup_assignor(response.group_protocol)
+        if assignor is None:
+            raise Errors.KafkaError(f"group {self.group_id} chose protocol {response.group_protocol!r}, "
+                                    "which this consumer did not offer")
+        subscriptions = decode_member_subscriptions(response.members)
+        all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
+        # The leader watches every topic the group subscribes to, so metadata changes reach it.
+        self._group_subscription = all_topics
+        if not self._subscription.subscribed_pattern:
+            self._client.set_topics(all_topics)
+        await self._client._maybe_wait_metadata()
+        assignments = leader_assignment(assignor, self._cluster, subscriptions, self._protocol)
+        self._metadata_snapshot = self._get_metadata_snapshot()
+        return assignments
+
+    # -- after SyncGroup -------------------------------------------------------------------
+
+    async def _on_join_complete(self, generation: int, member_id: str, protocol: str, member_assignment_bytes: bytes) -> None:
+        assignor = self._lookup_assignor(protocol)
+        if assignor is None:
+            raise Errors.KafkaError(f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
+        try:
+            received = decode_assignment(member_assignment_bytes)
+        except ProtocolError as exc:
+            raise Errors.KafkaError(f"group {self.group_id}: unreadable assignment from the leader: {exc}") from exc
+
+        topics = self._subscription.topics
+        assigned = _aio(received.partitions)
+        foreign = {tp for tp in assigned if tp.topic not in topics}
+        if foreign:
+            log.warning("group %s assigned partitions of topics this member does not subscribe to: %s; "
+                        "ignoring them and rejoining", self.group_id, sorted(foreign))
+            assigned -= foreign
+            self.request_rejoin()
+        assignor.on_assignment(sorted(TopicPartition(tp.topic, tp.partition) for tp in assigned), generation)
+
+        revoked: frozenset[AioTopicPartition] = frozenset()
+        if self._protocol is RebalanceProtocol.COOPERATIVE:
+            revoked = self._owned - assigned
+            if revoked:
+                await self._revoke_partitions(revoked)
+            added = assigned - self._owned
+            kept = self._owned & assigned
+        else:
+            added, kept = assigned, frozenset()
+
+        self._install(assigned, carried=kept)
+        await self._stop_commit_offsets_refresh_task()
+        self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
+        log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
+                 sorted(assigned), sorted(added), sorted(revoked))
+        await self._call_listener("on_partitions_assigned", added)
+        if revoked:
+            # The partitions just freed go out in the follow-up rebalance.
+            self.request_rejoin()
+
+    def _install(self, partitions: Iterable[AioTopicPartition], *, carried: Iterable[AioTopicPartition]) -> None:
+        """Make ``partitions`` the subscription's assignment, keeping the fetch state (position,
+        pause, pending committed-offset requests) of the ``carried`` ones."""
+        previous = self._owned_assignment
+        partitions = set(partitions)
+        self._subscription.assign_from_subscribed(partitions)
+        assignment = self._subscription.subscription.assignment
+        if previous is not None:
+            for tp in carried:
+                state = previous.state_value(tp)
+                if state is not None:
+                    state._assignment = assignment  # committed-offset refreshes now go to the new assignment
+                    assignment._tp_state[tp] = state
+        self._owned_assignment = assignment
+        self._owned = frozenset(partitions)
+
+    # -- giving partitions up --------------------------------------------------------------
+
+    async def _revoke_partitions(self, partitions: frozenset[AioTopicPartition], *, commit: bool = True) -> None:
+        """Stop consuming ``partitions``, commit them (when ``commit`` and auto-commit are on) and
+        tell the listener."""
+        assignment = self._owned_assignment
+        if assignment is not None:
+            for tp in partitions:
+                state = assignment.state_value(tp)
+                if state is not None:
+                    state.pause()  # fetched but unreturned records of these must not reach the user
+        if commit and self._enable_auto_commit and assignment is not None:
+            await self._commit_revoked(assignment, partitions)
+        log.info("group %s: revoking %s", self.group_id, sorted(partitions))
+        await self._call_listener("on_partitions_revoked", partitions)
+        self._owned = self._owned - partitions
+
+    async def _lose_partitions(self, partitions: frozenset[AioTopicPartition]) -> None:
+        """Partitions that may already belong to someone else: no commit, ``on_partitions_lost``."""
+        log.warning("group %s: lost %s (generation reset)", self.group_id, sorted(partitions))
+        listener = self._subscription.listener
+        method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
+        await self._call_listener(method, partitions)
+        self._owned = self._owned - partitions
+
+    async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
+        offsets = {}
+        for tp in partitions:
+            state = assignment.state_value(tp)
+            if state is not None and state.has_valid_position:
+                offsets[tp] = OffsetAndMetadata(state.position, "")
+        for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
+            try:
+                async with self._commit_lock:
+                    await self._do_commit_offsets(assignment, offsets)
+                return
+            except Errors.KafkaError as err:
+                if not err.retriable or attempt == _REVOCATION_COMMIT_ATTEMPTS:
+                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner "
+                              "resumes from the last committed offsets", self.group_id, sorted(offsets), err)
+                    return
+                await asyncio.sleep(self._retry_backoff_ms / 1000)
+                await self.ensure_coordinator_known()
+
+    async def _call_listener(self, method: str, partitions: Iterable[AioTopicPartition]) -> None:
+        listener = self._subscription.listener
+        if listener is None:
+            return
+        try:
+            result = getattr(listener, method)(set(partitions))
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("rebalance listener %r of group %s failed in %s", listener, self.group_id, method)
+
+    async def _maybe_leave_group(self) -> None:
+        # Leaving (close, unsubscribe, poll timeout) gives everything up first, as Java's onLeavePrepare.
+        if self._owned:
+            if self._generation_reset():
+                await self._lose_partitions(self._owned)
+            else:
+                # The coordination routine has already made its last auto-commit.
+                await self._revoke_partitions(self._owned, commit=False)
+        await super()._maybe_leave_group()
+
+    # -- commits racing a rebalance --------------------------------------------------------
+    # aiokafka resets the member (losing every partition) when a commit fails with ILLEGAL_GENERATION
+    # or UNKNOWN_MEMBER_ID. Commits here run concurrently with the rebalance, so those answers often
+    # only mean "the group is rebalancing": as Java does, the member resets only when its generation
+    # is unchanged and the member id is unknown; ILLEGAL_GENERATION from a known member just rejoins.
+
+    async def _send_req(self, request: Any) -> Any:
+        response = await super()._send_req(request)
+        if isinstance(request, OffsetCommitRequest):
+            # Set until _do_commit_offsets has handled this response, which it does without awaiting.
+            self._commit_response_for = self._commit_sent_as
+        return response
+
+    async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
+        # The request is built from these before the first await; commits run one at a time
+        # (under the commit lock).
+        self._commit_sent_as = (self.generation, self.member_id)
+        try:
+            await super()._do_commit_offsets(assignment, offsets)
+        except Errors.UnknownMemberIdError:
+            if self._commit_reset_wanted and self._commit_response_for == (self.generation, self.member_id):
+                super().reset_generation()
+            raise
+        except Errors.IllegalGenerationError:
+            log.info("group %s: commit answered ILLEGAL_GENERATION; rejoining, keeping owned partitions", self.group_id)
+            if not self._joining:
+                super().request_rejoin()
+            raise
+        finally:
+            self._commit_sent_as = self._commit_response_for = None
+            self._commit_reset_wanted = False
+
+    def reset_generation(self) -> None:
+        if self._commit_response_for is not None:
+            self._commit_reset_wanted = True  # decided by _do_commit_offsets from the error
+            return
+        super().reset_generation()
+
+    def request_rejoin(self) -> None:
+        # A commit answered REBALANCE_IN_PROGRESS while this member is joining needs no extra round.
+        if self._commit_response_for is not None and self._joining:
+            return
+        super().request_rejoin()

@@ -1,0 +1,105 @@
+"""Settings of a simulated consumer group: client configuration, broker model and latencies.
+
+Times are milliseconds in the names Kafka's configs use (``session.timeout.ms`` ->
+``session_timeout_ms``) so that a Kafka operator can read a configuration at a glance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kassign.model import RebalanceProtocol
+
+__all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS"]
+
+#: ``kafka``: Apache Kafka's classic group coordinator. ``tansu``: Tansu 0.6, which holds every
+#: JoinGroup for half the session timeout and answers with whoever has joined.
+BROKER_MODELS = ("kafka", "tansu")
+
+#: Latencies fitted to the recorded groups (shared/data/rebalance-timelines): ``spawn_ms`` from a
+#: trigger to the consumer acting on it (subscribing or closing), ``startup_ms`` from subscribing
+#: to the first JoinGroup, ``poll_ms`` for the poll loop to act on a rebalance the heartbeat
+#: thread learnt of, ``revocation_ms`` for the revoke callback (a synchronous commit), and
+#: ``network_ms`` each way between member and coordinator, broker processing included.
+CLIENT_PRESETS: dict[str, dict[str, float]] = {
+    "java": {"spawn_ms": 28.0, "startup_ms": 30.0, "poll_ms": 8.0, "revocation_ms": 10.0, "network_ms": 3.5},
+    "librdkafka": {"spawn_ms": 3.0, "startup_ms": 10.0, "poll_ms": 3.0, "revocation_ms": 1.0, "network_ms": 2.0},
+}
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything that shapes a simulated group, apart from the scenario itself.
+
+    ``protocol`` None picks the most capable protocol the assignor supports (as Java does);
+    ``static_membership`` gives every member a ``group.instance.id`` (KIP-345), so a restart
+    within the session timeout costs no rebalance. ``jitter_ms`` spreads each latency uniformly
+    by up to that much, drawn from the scenario's seeded random generator.
+    """
+
+    assignor: str = "cooperative-sticky"
+    protocol: RebalanceProtocol | None = None
+    broker: str = "kafka"
+    client: str = "java"
+    session_timeout_ms: float = 45000.0
+    heartbeat_interval_ms: float = 3000.0
+    rebalance_timeout_ms: float = 300000.0  # max.poll.interval.ms
+    initial_rebalance_delay_ms: float = 0.0  # group.initial.rebalance.delay.ms (Kafka's default is 3000)
+    metadata_max_age_ms: float = 300000.0
+    static_membership: bool = False
+    scheduled_rebalance_max_delay_ms: float | None = None  # Connect-style delayed reassignment
+    network_ms: float | None = None  # None: the client preset's
+    spawn_ms: float | None = None
+    startup_ms: float | None = None
+    poll_ms: float | None = None
+    revocation_ms: float | None = None
+    processing_ms: float = 0.0  # record processing per poll loop; delays noticing a rebalance
+    jitter_ms: float = 0.0
+    horizon_ms: float = 600000.0  # give up on settling this long after the last step
+
+    def __post_init__(self) -> None:
+        if self.broker not in BROKER_MODELS:
+            raise ValueError(f"unknown broker model {self.broker!r}; expected one of {BROKER_MODELS}")
+        if self.client not in CLIENT_PRESETS:
+            raise ValueError(f"unknown client {self.client!r}; expected one of {tuple(CLIENT_PRESETS)}")
+        if self.protocol is not None and not isinstance(self.protocol, RebalanceProtocol):
+            raise TypeError(f"protocol must be a RebalanceProtocol or None, got {self.protocol!r}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_ms") and value is not None and value < 0:
+                raise ValueError(f"{f.name} must be >= 0, got {value!r}")
+        if self.heartbeat_interval_ms <= 0 or self.session_timeout_ms <= 0:
+            raise ValueError(
+                f"heartbeat_interval_ms and session_timeout_ms must be > 0, got "
+                f"{self.heartbeat_interval_ms!r} and {self.session_timeout_ms!r}"
+            )
+
+    def latency_ms(self, name: str) -> float:
+        """A client latency (``network_ms``, ``poll_ms``...): the explicit setting or the preset's."""
+        value = getattr(self, name)
+        return CLIENT_PRESETS[self.client][name] if value is None else float(value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SimConfig:
+        """Build from a plain mapping (YAML, JSON, CLI); ``protocol`` may be a name ("eager")."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown simulator setting(s) {unknown}; known: {sorted(known)}")
+        values = dict(data)
+        proto = values.get("protocol")
+        if isinstance(proto, str):
+            try:
+                values["protocol"] = RebalanceProtocol[proto.upper()]
+            except KeyError:
+                raise ValueError(f"unknown protocol {proto!r}; expected eager or cooperative") from None
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain mapping that :meth:`from_dict` reads back."""
+        out = dataclasses.asdict(self)
+        out["protocol"] = None if self.protocol is None else self.protocol.name.lower()
+        return out

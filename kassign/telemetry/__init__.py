@@ -1,0 +1,22 @@
+"""Rebalance telemetry for production consumers.
+
+A :class:`RebalanceRecorder` attaches to an aiokafka or confluent-kafka consumer with one line,
+writes its rebalance timeline in the ``kassign.events`` JSON-lines schema (to a size-rotated file
+or any callable, through a bounded queue and a background thread) and keeps Java's
+``consumer-coordinator-metrics`` rebalance metrics, readable as a plain dict and exportable to
+Prometheus (:mod:`kassign.telemetry.prometheus`) or OpenTelemetry (:mod:`kassign.telemetry.otel`).
+"""
+
+from kassign.telemetry.coordinator_metrics import METRIC_NAMES, CoordinatorMetrics, metrics_from_events
+from kassign.telemetry.recorder import RebalanceRecorder
+from kassign.telemetry.sinks import RotatingFileSink
+from kassign.telemetry.stats import MetricConfig
+
+__all__ = [
+    "METRIC_NAMES",
+    "CoordinatorMetrics",
+    "MetricConfig",
+    "RebalanceRecorder",
+    "RotatingFileSink",
+    "metrics_from_events",
+]

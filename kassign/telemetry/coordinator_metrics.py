@@ -1,0 +1,256 @@
+"""Java's ``consumer-coordinator-metrics`` rebalance metrics, computed from one member's timeline events.
+
+Meanings (``AbstractCoordinator.GroupCoordinatorMetrics`` and ``RebalanceCallbackMetricsManager``):
+
+- ``rebalance-latency-avg``/``-max`` (sampled, ms) and ``rebalance-latency-total`` (ms since
+  creation): from the first JoinGroup of a rebalance to the SyncGroup that completes it, failed
+  retries included; ``rebalance-total`` counts completed rebalances, ``rebalance-rate-per-hour``
+  their windowed rate; ``failed-rebalance-total`` counts failed JoinGroup/SyncGroup rounds;
+  ``last-rebalance-seconds-ago`` whole seconds since the last completed one, -1 before any.
+- ``partition-{revoked,assigned,lost}-latency-avg``/``-max`` (sampled, ms): how long the user's
+  listener callback ran, recorded only when it returned normally.
+
+Rebalance start and end come from ``join`` / ``sync`` / ``rebalance_failed`` events when the
+consumer reports them (the recorder's hooks). Otherwise they are inferred from the callbacks,
+which Kafka clients invoke at fixed points of the protocol:
+
+- eager: the revoke callback runs just before every JoinGroup (start) and the assign callback just
+  after every successful SyncGroup (end);
+- cooperative: each successful SyncGroup is followed by a revoke callback (when partitions are
+  taken away) and then the assign callback; a member that revoked rejoins right after, so that
+  rejoin's start is the end of the assign callback;
+- both: ``subscribed`` starts the first rebalance; after a lost callback the member rejoins.
+
+A rebalance whose start was not observable (a cooperative member pulled into a rebalance by a
+heartbeat) still counts in ``rebalance-total`` and the rate, but adds no latency sample. Failed
+rounds are visible only through the hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+
+from kassign.events import Event
+from kassign.telemetry.stats import Avg, CumulativeCount, CumulativeSum, Max, MetricConfig, Rate
+
+log = logging.getLogger(__name__)
+
+__all__ = ["METRIC_NAMES", "METRIC_HELP", "CoordinatorMetrics", "metrics_from_events"]
+
+#: The metric names, as Java's consumer reports them in group ``consumer-coordinator-metrics``.
+METRIC_NAMES: tuple[str, ...] = (
+    "rebalance-latency-avg",
+    "rebalance-latency-max",
+    "rebalance-latency-total",
+    "rebalance-total",
+    "rebalance-rate-per-hour",
+    "failed-rebalance-total",
+    "last-rebalance-seconds-ago",
+    "partition-revoked-latency-avg",
+    "partition-revoked-latency-max",
+    "partition-assigned-latency-avg",
+    "partition-assigned-latency-max",
+    "partition-lost-latency-avg",
+    "partition-lost-latency-max",
+)
+
+#: One line per metric for exporters; avg/max cover Java's sampled window (about the last minute).
+METRIC_HELP: dict[str, str] = {
+    "rebalance-latency-avg": "Mean ms from a rebalance's first JoinGroup to its successful SyncGroup (sampled window)",
+    "rebalance-latency-max": "Longest ms from a rebalance's first JoinGroup to its successful SyncGroup (sampled window)",
+    "rebalance-latency-total": "Milliseconds spent in successful rebalances since the consumer started",
+    "rebalance-total": "Successful rebalances since the consumer started",
+    "rebalance-rate-per-hour": "Successful rebalances per hour over the sampled window",
+    "failed-rebalance-total": "Failed JoinGroup/SyncGroup rounds since the consumer started",
+    "last-rebalance-seconds-ago": "Whole seconds since the last successful rebalance, -1 before the first",
+    "partition-revoked-latency-avg": "Mean ms the partitions-revoked listener callback ran (sampled window)",
+    "partition-revoked-latency-max": "Longest ms the partitions-revoked listener callback ran (sampled window)",
+    "partition-assigned-latency-avg": "Mean ms the partitions-assigned listener callback ran (sampled window)",
+    "partition-assigned-latency-max": "Longest ms the partitions-assigned listener callback ran (sampled window)",
+    "partition-lost-latency-avg": "Mean ms the partitions-lost listener callback ran (sampled window)",
+    "partition-lost-latency-max": "Longest ms the partitions-lost listener callback ran (sampled window)",
+}
+
+_HOUR_MS = 3_600_000.0
+_CALLBACK_SENSOR = {"cb_revoked": "partition-revoked", "cb_assigned": "partition-assigned", "cb_lost": "partition-lost"}
+PROTOCOLS = ("eager", "cooperative")
+
+
+class _LatencySensor:
+    """Java's ``Sensor`` holding an Avg and a Max of the same values."""
+
+    def __init__(self, config: MetricConfig) -> None:
+        self.avg = Avg(config)
+        self.max = Max(config)
+
+    def record(self, value_ms: float, now_ms: float) -> None:
+        self.avg.record(value_ms, now_ms)
+        self.max.record(value_ms, now_ms)
+
+
+class CoordinatorMetrics:
+    """Feed one member's events in order with :meth:`observe`; read the metrics with :meth:`snapshot`.
+
+    ``protocol`` ("eager" or "cooperative") selects the inference rules; a ``subscribed`` event
+    carrying ``protocol`` overrides it. Not thread-safe: the recorder serialises calls.
+    """
+
+    def __init__(self, protocol: str | None = "eager", config: MetricConfig | None = None) -> None:
+        self.protocol = _check_protocol(protocol or "eager")
+        self.config = config or MetricConfig()
+        self._latency = _LatencySensor(self.config)
+        self._latency_total = CumulativeSum()
+        self._rebalance_count = CumulativeCount()
+        self._rebalance_rate = Rate(self.config, _HOUR_MS)
+        self._failed_count = CumulativeCount()
+        self._callbacks = {name: _LatencySensor(self.config) for name in _CALLBACK_SENSOR.values()}
+        self._start_ms: float | None = None
+        self._last_end_ms: float | None = None
+        self._last_event_ms: float | None = None
+        self._hooks_seen = False  # once the consumer reports join/sync, callbacks are not interpreted
+        self._closing = False
+        self._sync_counted = False  # cooperative: this SyncGroup was already counted at its revoke callback
+        self._rejoin_after_assign = False
+
+    # -- feeding -----------------------------------------------------------------------------
+
+    def observe(self, event: Event) -> None:
+        """Account for one event (any kind; unknown kinds are ignored)."""
+        now_ms = event.t * 1000.0
+        self._last_event_ms = now_ms if self._last_event_ms is None else max(self._last_event_ms, now_ms)
+        kind = event.ev
+        if kind in ("join", "sync", "rebalance_failed") and not self._hooks_seen:
+            # The consumer reports its rebalances: drop what the callbacks suggested so far.
+            self._hooks_seen = True
+            self._start_ms = None
+        if kind == "join":
+            self._start(now_ms)
+        elif kind == "sync":
+            if event.extra.get("error"):
+                self._failed_count.record(1.0, now_ms)
+            else:
+                self._complete(now_ms)
+        elif kind == "rebalance_failed":
+            self._failed_count.record(1.0, now_ms)
+        elif kind == "subscribed":
+            if event.extra.get("protocol") in PROTOCOLS:
+                self.protocol = event.extra["protocol"]
+            self._closing = False
+            if not self._hooks_seen:
+                self._start(now_ms)
+        elif kind == "closing":
+            self._closing = True
+        elif kind in _CALLBACK_SENSOR:
+            self._observe_callback(event, now_ms)
+
+    def _observe_callback(self, event: Event, now_ms: float) -> None:
+        duration_ms = float(event.extra.get("dur", 0.0)) * 1000.0
+        if "dur" in event.extra and not event.extra.get("error"):
+            # Java records the callback's duration at its end.
+            self._callbacks[_CALLBACK_SENSOR[event.ev]].record(duration_ms, now_ms + duration_ms)
+        if self._hooks_seen or self._closing:
+            return
+        end_ms = now_ms + duration_ms
+        if event.ev == "cb_lost":
+            self._start(end_ms)
+        elif self.protocol == "eager":
+            if event.ev == "cb_revoked":
+                self._start(now_ms)
+            else:
+                self._complete(now_ms)
+        elif event.ev == "cb_revoked":
+            if not self._sync_counted:
+                self._complete(now_ms)
+            self._sync_counted = True
+            self._rejoin_after_assign = self._rejoin_after_assign or bool(event.parts)
+        else:  # cooperative assign: the last callback of a SyncGroup
+            if not self._sync_counted:
+                self._complete(now_ms)
+            self._sync_counted = False
+            if self._rejoin_after_assign:
+                self._rejoin_after_assign = False
+                self._start(end_ms)
+
+    def _start(self, now_ms: float) -> None:
+        # A rebalance retried after failures keeps its first start (Java: lastRebalanceStartMs).
+        if self._start_ms is None:
+            self._start_ms = now_ms
+
+    def _complete(self, now_ms: float) -> None:
+        if self._start_ms is not None:
+            latency = max(0.0, now_ms - self._start_ms)
+            self._latency.record(latency, now_ms)
+            self._latency_total.record(latency, now_ms)
+        else:
+            log.debug("rebalance completed at %.3f without an observed start: counted, no latency", now_ms / 1000)
+        self._rebalance_count.record(1.0, now_ms)
+        self._rebalance_rate.record(1.0, now_ms)
+        self._last_end_ms = now_ms
+        self._start_ms = None
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def rebalance_in_progress(self) -> bool:
+        """True between an observed rebalance start and its completion."""
+        return self._start_ms is not None
+
+    def snapshot(self, now: float | None = None) -> dict[str, float]:
+        """The metrics at unix time ``now`` (default: the last event's time), keyed by Java's names.
+
+        Measuring has Java's side effects on the sampled stats (expired samples are reset), so
+        call it with non-decreasing ``now``.
+        """
+        if now is not None:
+            now_ms = now * 1000.0
+        elif self._last_event_ms is not None:
+            now_ms = self._last_event_ms
+        else:
+            now_ms = 0.0
+        out = {
+            "rebalance-latency-avg": self._latency.avg.measure(now_ms),
+            "rebalance-latency-max": self._latency.max.measure(now_ms),
+            "rebalance-latency-total": self._latency_total.measure(now_ms),
+            "rebalance-total": self._rebalance_count.measure(now_ms),
+            "rebalance-rate-per-hour": self._rebalance_rate.measure(now_ms),
+            "failed-rebalance-total": self._failed_count.measure(now_ms),
+            "last-rebalance-seconds-ago": (
+                -1.0 if self._last_end_ms is None else float(math.trunc((now_ms - self._last_end_ms) / 1000.0))
+            ),
+        }
+        for name, sensor in self._callbacks.items():
+            out[f"{name}-latency-avg"] = sensor.avg.measure(now_ms)
+            out[f"{name}-latency-max"] = sensor.max.measure(now_ms)
+        return {name: out[name] for name in METRIC_NAMES}
+
+
+def _check_protocol(protocol: str) -> str:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    return protocol
+
+
+def metrics_from_events(
+    events: Iterable[Event],
+    *,
+    now: float | None = None,
+    protocol: str = "eager",
+    config: MetricConfig | None = None,
+) -> dict[str, dict[str, float]]:
+    """Replay a recording (one member or a merged group) into each member's metrics.
+
+    Events are taken in the given order per member; ``now`` defaults to the time of the last event
+    of the whole recording. Returns ``{member: {metric name: value}}``.
+    """
+    per_member: dict[str, CoordinatorMetrics] = {}
+    last_t: float | None = None
+    for event in events:
+        metrics = per_member.get(event.id)
+        if metrics is None:
+            metrics = per_member[event.id] = CoordinatorMetrics(protocol, config)
+        metrics.observe(event)
+        last_t = event.t if last_t is None else max(last_t, event.t)
+    at = now if now is not None else last_t
+    return {member: per_member[member].snapshot(at) for member in sorted(per_member)}

@@ -1,0 +1,236 @@
+"""The rebalance recorder: one per consumer, fed by its rebalance callbacks, writing timeline events.
+
+Every event goes two ways: synchronously into the member's :class:`CoordinatorMetrics` (a few
+arithmetic operations under a lock) and, as a JSON object in the ``kassign.events`` schema, into a
+bounded queue that a background thread drains into the sink. The consumer's thread never waits
+for the sink and never sees its errors.
+
+Client glue lives in ``kassign.adapters`` and is imported only when one of the attach methods is
+called, so this module needs nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kassign.events import Event
+from kassign.model import TopicPartition
+from kassign.telemetry.coordinator_metrics import PROTOCOLS, CoordinatorMetrics
+from kassign.telemetry.sinks import RotatingFileSink, Sink
+from kassign.telemetry.stats import MetricConfig
+from kassign.telemetry.writer import BackgroundWriter
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RebalanceRecorder"]
+
+_CALLBACK_KINDS = ("cb_assigned", "cb_revoked", "cb_lost")
+
+
+class RebalanceRecorder:
+    """Records one consumer's rebalances as timeline events and keeps Java's coordinator metrics.
+
+    ``sink``: a file path (JSON lines, rotated at ``max_bytes`` keeping ``backup_count`` old
+    files), any callable taking each event's JSON object, or None to keep metrics only.
+    ``member`` names the member in events and metric labels (default: host, pid and a per-recorder
+    suffix); ``group`` and ``protocol`` ("eager" or "cooperative") are labels, and ``protocol``
+    also picks how rebalance starts are inferred from callbacks (None: detected by ``attach``, else
+    eager). ``queue_size`` bounds the events
+    waiting for the sink; beyond it events are dropped and counted. ``metric_config`` sets Java's
+    sampling windows for the avg/max metrics (default two samples of 30 s).
+
+    One line attaches it: ``recorder.attach(aiokafka_consumer)``,
+    ``consumer.subscribe(topics, listener=recorder.wrap_listener(listener))`` (aiokafka), or
+    ``consumer.subscribe(topics, **recorder.confluent_callbacks(on_assign=...))`` (confluent-kafka).
+    """
+
+    def __init__(
+        self,
+        sink: str | os.PathLike[str] | Sink | None = None,
+        *,
+        member: str | None = None,
+        group: str | None = None,
+        protocol: str | None = None,
+        max_bytes: int = 64 * 1024 * 1024,
+        backup_count: int = 5,
+        queue_size: int = 10_000,
+        metric_config: MetricConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if protocol is not None and protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        #: False when the protocol is left for the adapter to detect (eager until then).
+        self.protocol_given = protocol is not None
+        protocol = protocol or "eager"
+        self.member = member or f"{socket.gethostname()}-{os.getpid()}-{id(self) % 0x10000:04x}"
+        self.group = group
+        self.protocol = protocol
+        self.clock = clock
+        self.single_topic: str | None = None
+        self._lock = threading.Lock()
+        self._metrics = CoordinatorMetrics(protocol, metric_config)
+        self.events_recorded = 0
+        if sink is None:
+            self._writer: BackgroundWriter | None = None
+        else:
+            if isinstance(sink, (str, os.PathLike)):
+                sink = RotatingFileSink(sink, max_bytes=max_bytes, backup_count=backup_count)
+            elif not callable(sink):
+                raise TypeError(f"sink must be a path, a callable or None, got {sink!r}")
+            self._writer = BackgroundWriter(sink, queue_size=queue_size, thread_name=f"kassign-telemetry-{self.member}")
+
+    # -- labels and state ----------------------------------------------------------------------
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The exporters' labels: group, member, protocol (empty string when unknown)."""
+        return {"group": self.group or "", "member": self.member, "protocol": self.protocol}
+
+    def metrics(self, now: float | None = None) -> dict[str, float]:
+        """Java's consumer-coordinator rebalance metrics at ``now`` (default: the clock) as a plain dict."""
+        at = self.clock() if now is None else now
+        with self._lock:
+            return self._metrics.snapshot(at)
+
+    def stats(self) -> dict[str, Any]:
+        """The recorder's own health: events recorded, written, dropped, and the sink's error if it failed."""
+        writer = self._writer
+        return {
+            "events": self.events_recorded,
+            "written": writer.written if writer else 0,
+            "dropped": writer.dropped if writer else 0,
+            "sink_error": repr(writer.sink_error) if writer and writer.sink_error else None,
+        }
+
+    # -- events --------------------------------------------------------------------------------
+
+    def record(self, ev: str, *, t: float | None = None, parts: Iterable[Any] | None = None, **extra: Any) -> None:
+        """Record one event of kind ``ev`` at ``t`` (default now); ``parts`` any partition objects."""
+        event = Event(
+            id=self.member,
+            t=self.clock() if t is None else t,
+            ev=ev,
+            parts=None if parts is None else to_partitions(parts),
+            extra={k: v for k, v in extra.items() if v is not None},
+        )
+        with self._lock:
+            self._metrics.observe(event)
+            self.events_recorded += 1
+        if self._writer is not None:
+            self._writer.submit(event.to_json(single_topic=self.single_topic))
+
+    def subscribed(self, topics: Iterable[str] | None = None, *, pattern: str | None = None) -> None:
+        """The consumer subscribed; one topic makes partitions bare ints in later events."""
+        names = sorted(topics) if topics is not None else None
+        self.single_topic = names[0] if names is not None and len(names) == 1 and pattern is None else None
+        self.record("subscribed", topics=names, pattern=pattern, group=self.group, protocol=self.protocol)
+
+    def record_callback(self, kind: str, partitions: Iterable[Any], start: float, end: float,
+                        error: BaseException | None = None) -> None:
+        """A listener callback of ``kind`` (cb_assigned, cb_revoked, cb_lost) ran from ``start`` to ``end``.
+
+        Writes the callback event at its start with its duration (``dur``, seconds) and, for a
+        revocation, ``cb_revoked_done`` at its end.
+        """
+        if kind not in _CALLBACK_KINDS:
+            raise ValueError(f"callback kind must be one of {_CALLBACK_KINDS}, got {kind!r}")
+        err = None if error is None else f"{type(error).__name__}: {error}"
+        self.record(kind, t=start, parts=partitions, dur=round(max(0.0, end - start), 6), error=err)
+        if kind == "cb_revoked":
+            self.record("cb_revoked_done", t=end)
+
+    def rebalance_started(self, generation: int | None = None) -> None:
+        """Hook for consumers that know: a JoinGroup is being sent (``generation`` the one the member had).
+
+        Once a consumer calls the hooks, callbacks are no longer used to infer rebalance boundaries.
+        """
+        self.record("join", gen=generation)
+
+    def rebalance_completed(self, ok: bool = True, generation: int | None = None,
+                            error: str | BaseException | None = None) -> None:
+        """Hook: the rebalance round ended; ``ok`` a SyncGroup succeeded, else a JoinGroup/SyncGroup failed."""
+        if ok:
+            self.record("sync", gen=generation, protocol=self.protocol)
+        else:
+            self.record("rebalance_failed", gen=generation, error=None if error is None else str(error))
+
+    def closing(self) -> None:
+        """The consumer starts closing (rebalance inference stops)."""
+        self.record("closing")
+
+    def closed(self) -> None:
+        """The consumer has closed."""
+        self.record("closed")
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Write what is queued and close the sink; True if done within ``timeout`` seconds."""
+        return self._writer.close(timeout) if self._writer is not None else True
+
+    def __enter__(self) -> RebalanceRecorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- attaching (client glue is imported only here) ---------------------------------------
+
+    def attach(self, consumer: Any) -> Any:
+        """Attach to an aiokafka consumer: its ``subscribe`` wraps listeners, its ``stop`` is recorded.
+
+        Returns the consumer. confluent-kafka consumers cannot be patched: use
+        :meth:`confluent_callbacks` in their ``subscribe`` call.
+        """
+        from kassign.adapters.telemetry_aiokafka import attach
+
+        return attach(self, consumer)
+
+    def wrap_listener(self, listener: Any = None) -> Any:
+        """An aiokafka ``ConsumerRebalanceListener`` that records around ``listener`` (None: no user listener)."""
+        from kassign.adapters.telemetry_aiokafka import wrap_listener
+
+        return wrap_listener(self, listener)
+
+    def subscribe(self, consumer: Any, topics: Iterable[str], *, listener: Any = None,
+                  on_assign: Callable[..., Any] | None = None, on_revoke: Callable[..., Any] | None = None,
+                  on_lost: Callable[..., Any] | None = None) -> None:
+        """Subscribe ``consumer`` (aiokafka or confluent-kafka) to ``topics`` with recording callbacks.
+
+        aiokafka takes ``listener``; confluent-kafka takes ``on_assign``/``on_revoke``/``on_lost``.
+        """
+        topics = list(topics)
+        if _is_confluent(consumer):
+            if listener is not None:
+                raise TypeError("a confluent-kafka consumer takes on_assign/on_revoke/on_lost, not listener")
+            self.subscribed(topics)
+            consumer.subscribe(topics, **self.confluent_callbacks(on_assign, on_revoke, on_lost))
+        else:
+            if (on_assign, on_revoke, on_lost) != (None, None, None):
+                raise TypeError("an aiokafka consumer takes listener, not on_assign/on_revoke/on_lost")
+            self.subscribed(topics)
+            consumer.subscribe(topics, listener=self.wrap_listener(listener))
+
+    def confluent_callbacks(self, on_assign: Callable[..., Any] | None = None,
+                            on_revoke: Callable[..., Any] | None = None,
+                            on_lost: Callable[..., Any] | None = None) -> dict[str, Callable[..., Any]]:
+        """``on_assign``/``on_revoke``/``on_lost`` keyword arguments for confluent-kafka's ``subscribe``."""
+        from kassign.adapters.confluent import recording_callbacks
+
+        return recording_callbacks(self, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+
+
+def _is_confluent(consumer: Any) -> bool:
+    return any(cls.__module__.split(".")[0] in ("confluent_kafka", "cimpl") for cls in type(consumer).__mro__)
+
+
+def to_partitions(partitions: Iterable[Any]) -> list[TopicPartition]:
+    """Sorted kassign partitions from any objects with ``topic`` and ``partition`` (aiokafka, confluent)."""
+    try:
+        return sorted(TopicPartition(str(p.topic), int(p.partition)) for p in partitions)
+    except AttributeError as exc:
+        raise TypeError(f"partitions must have .topic and .partition, got {partitions!r}") from exc

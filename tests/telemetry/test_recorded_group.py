@@ -1,0 +1,346 @@
+"""A recorded group of aiokafka and confluent-kafka members on a real broker: scale-out, scale-in, a crash.
+
+Every member's own listener notes when each callback ran; from those notes alone the test computes
+what Java's coordinator metrics should read, and compares them with the recorders' dicts, with the
+recordings replayed from disk, and with a Prometheus endpoint scraped over HTTP. One member's sink
+raises on every event: that member must keep consuming.
+
+The recorders use a 10-minute sampling window so that avg/max cover the whole run; Java's window
+rules themselves are checked against kafka-clients in test_stats_java.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kassign.events import read_events
+from kassign.telemetry import METRIC_NAMES, MetricConfig, RebalanceRecorder, metrics_from_events
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(150)]
+
+PARTITIONS = 6
+SESSION_MS = 4000  # Tansu holds each join for half of it; the crash is noticed after all of it
+WINDOW = MetricConfig(time_window_ms=600_000)
+TOLERANCE_MS = 0.5  # the wrapper reads the clock a few microseconds outside the user's callback
+
+
+@dataclass
+class Notes:
+    """What one member's own callbacks saw: (kind, entry, exit, partitions)."""
+
+    subscribed_at: float = 0.0
+    stopping_at: float = math.inf
+    calls: list[tuple[str, float, float, frozenset[int]]] = field(default_factory=list)
+    owned: set[int] = field(default_factory=set)
+    consumed: list[tuple[float, bytes]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, kind: str, entry: float, parts) -> None:
+        ps = frozenset(p.partition for p in parts)
+        with self.lock:
+            if kind == "assigned":
+                self.owned |= ps
+            else:
+                self.owned -= ps
+            self.calls.append((kind, entry, time.time(), ps))
+
+    def expected_metrics(self, now: float) -> dict[str, float]:
+        """Java's definitions applied to this member's eager callbacks (revoke starts a rebalance,
+        the subscribe starts the first, the assign callback ends each)."""
+        calls = [c for c in self.calls if c[1] < self.stopping_at]
+        start: float | None = self.subscribed_at
+        latencies, last_end = [], None
+        for kind, entry, _exit, _ in calls:
+            if kind == "assigned":
+                if start is not None:
+                    latencies.append((entry - start) * 1000)
+                start, last_end = None, entry
+            elif start is None:
+                start = entry if kind == "revoked" else _exit
+        out = {
+            "rebalance-total": float(sum(k == "assigned" for k, *_ in calls)),
+            "rebalance-latency-total": sum(latencies),
+            "rebalance-latency-avg": sum(latencies) / len(latencies) if latencies else math.nan,
+            "rebalance-latency-max": max(latencies, default=math.nan),
+            "failed-rebalance-total": 0.0,
+            "last-rebalance-seconds-ago": -1.0 if last_end is None else float(math.trunc(now - last_end)),
+        }
+        for kind, name in (("assigned", "partition-assigned"), ("revoked", "partition-revoked"),
+                           ("lost", "partition-lost")):
+            durations = [(x - e) * 1000 for k, e, x, _ in calls if k == kind]
+            out[f"{name}-latency-avg"] = sum(durations) / len(durations) if durations else math.nan
+            out[f"{name}-latency-max"] = max(durations, default=math.nan)
+        return out
+
+
+def assert_metrics_match(got: dict[str, float], expected: dict[str, float], n_samples: int, who: str) -> None:
+    for name, want in expected.items():
+        value = got[name]
+        if math.isnan(want):
+            assert math.isnan(value), (who, name, value)
+        elif name in ("rebalance-total", "failed-rebalance-total"):
+            assert value == want, (who, name, value, want)  # counts exactly
+        elif name == "last-rebalance-seconds-ago":  # whole seconds: a microsecond can cross a boundary
+            assert abs(value - want) <= 1, (who, name, value, want)
+        else:
+            assert value == pytest.approx(want, abs=TOLERANCE_MS * max(1, n_samples)), (who, name, value, want)
+
+
+class AioMember:
+    """An aiokafka member on a shared event loop, recorded with ``recorder.attach``."""
+
+    def __init__(self, loop, bootstrap: str, group: str, topic: str, recorder: RebalanceRecorder) -> None:
+        self.loop, self.bootstrap, self.group, self.topic, self.recorder = loop, bootstrap, group, topic, recorder
+        self.notes = Notes()
+        self.task = None
+
+    def start(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(30)
+
+    async def _start(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        notes = self.notes
+
+        class Listener:  # the user's listener: plain, synchronous, unaware of telemetry
+            def on_partitions_revoked(self, revoked):
+                notes.note("revoked", time.time(), revoked)
+
+            def on_partitions_assigned(self, assigned):
+                notes.note("assigned", time.time(), assigned)
+
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=self.group, session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=500, auto_offset_reset="earliest")
+        self.recorder.attach(self.consumer)  # the one line
+        notes.subscribed_at = time.time()
+        self.consumer.subscribe([self.topic], listener=Listener())
+        await self.consumer.start()
+        self.task = asyncio.ensure_future(self._consume())
+
+    async def _consume(self) -> None:
+        while True:
+            batches = await self.consumer.getmany(timeout_ms=200)
+            now = time.time()
+            for records in batches.values():
+                self.notes.consumed.extend((now, r.value) for r in records)
+
+    def stop(self) -> None:
+        async def _stop():
+            self.notes.stopping_at = time.time()
+            self.task.cancel()
+            await self.consumer.stop()
+        asyncio.run_coroutine_threadsafe(_stop(), self.loop).result(30)
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+class ConfluentMember:
+    """A confluent-kafka member polled on its own thread, recorded through its subscribe callbacks."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, recorder: RebalanceRecorder) -> None:
+        from confluent_kafka import Consumer
+
+        self.recorder, self.topic = recorder, topic
+        self.notes = Notes()
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": 500, "partition.assignment.strategy": "roundrobin",
+            "auto.offset.reset": "earliest", "log_level": 3})
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        notes = self.notes
+        self.notes.subscribed_at = time.time()
+        self.recorder.subscribe(  # the one line
+            self.consumer, [self.topic],
+            on_assign=lambda c, ps: notes.note("assigned", time.time(), ps),
+            on_revoke=lambda c, ps: notes.note("revoked", time.time(), ps),
+            on_lost=lambda c, ps: notes.note("lost", time.time(), ps))
+        self.thread.start()
+
+    def _run(self) -> None:
+        from kassign.adapters.confluent import close
+
+        while not self._stop.is_set():
+            msg = self.consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                self.notes.consumed.append((time.time(), msg.value()))
+        close(self.recorder, self.consumer)
+
+    def stop(self) -> None:
+        self.notes.stopping_at = time.time()
+        self._stop.set()
+        self.thread.join(30)
+
+
+class CrashMember:
+    """A confluent-kafka member in a child process, killed with SIGKILL."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, recording: Path) -> None:
+        script = Path(__file__).with_name("crash_member.py")
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        self.proc = subprocess.Popen([sys.executable, str(script), bootstrap, group, topic, str(recording)],
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.owned: set[int] = set()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            kind, _, parts = line.strip().partition(" ")
+            ps = {int(p) for p in parts.split(",") if p}
+            with self.lock:
+                self.owned = self.owned | ps if kind == "assigned" else self.owned - ps
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def wait_settled(owners: list, timeout: float = 40.0, quiet: float = 1.0) -> None:
+    """Until the live members own every partition exactly once and no callback ran for ``quiet`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sets = [set(o.owned) for o in owners]
+        union = set().union(*sets)
+        last = max((c[2] for o in owners if isinstance(o, Notes) for c in o.calls), default=0.0)
+        if union == set(range(PARTITIONS)) and sum(map(len, sets)) == PARTITIONS and time.time() - last > quiet:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"group did not settle: {[sorted(o.owned) for o in owners]}")
+
+
+class Producer:
+    """Writes numbered records at a steady pace until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Producer as CkProducer
+
+        self.producer = CkProducer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3})
+        self.topic, self.sent = topic, 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for _ in range(20):
+                self.producer.produce(self.topic, value=str(self.sent).encode(), partition=self.sent % PARTITIONS)
+                self.sent += 1
+            self.producer.poll(0)
+            time.sleep(0.1)
+        self.producer.flush(10)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(20)
+
+
+def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, group_id, topic_factory, tmp_path):
+    pytest.importorskip("aiokafka")
+    pytest.importorskip("prometheus_client")
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kassign.telemetry.prometheus import prometheus_name, serve
+
+    topic = topic_factory(PARTITIONS)
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
+    loop_thread.start()
+
+    sink_calls = []
+
+    def raising_sink(obj):
+        sink_calls.append(time.time())
+        raise RuntimeError("sink is down")
+
+    def recorder(member: str, sink) -> RebalanceRecorder:
+        return RebalanceRecorder(sink, member=member, group=group_id, metric_config=WINDOW)
+
+    rec_a1 = recorder("a1", raising_sink)
+    rec_a2 = recorder("a2", tmp_path / "a2.jsonl")
+    rec_c1 = recorder("c1", tmp_path / "c1.jsonl")
+    _collector, server = serve([rec_a1, rec_a2, rec_c1], port=0, addr="127.0.0.1")
+    producer = Producer(bootstrap_servers, topic)
+    a1 = AioMember(loop, bootstrap_servers, group_id, topic, rec_a1)
+    a2 = AioMember(loop, bootstrap_servers, group_id, topic, rec_a2)
+    c1 = ConfluentMember(bootstrap_servers, group_id, topic, rec_c1)
+    crash = None
+    try:
+        a1.start()
+        c1.start()
+        wait_settled([a1.notes, c1.notes])
+
+        a2.start()  # scale-out: an aiokafka and a crash-prone confluent member join
+        crash = CrashMember(bootstrap_servers, group_id, topic, tmp_path / "crash.jsonl")
+        wait_settled([a1.notes, c1.notes, a2.notes, crash])
+
+        a2.stop()  # scale-in: a clean leave
+        wait_settled([a1.notes, c1.notes, crash])
+
+        crash.kill()  # a crash: no LeaveGroup, the broker notices after the session timeout
+        wait_settled([a1.notes, c1.notes])
+
+        # The raising sink failed at the first event; its member kept consuming ever since.
+        consumed_before = len(a1.notes.consumed)
+        deadline = time.monotonic() + 10
+        while len(a1.notes.consumed) <= consumed_before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(a1.notes.consumed) > consumed_before and a1.running
+        assert len(sink_calls) == 1 and sink_calls[0] < a1.notes.consumed[-1][0]
+        assert "sink is down" in rec_a1.stats()["sink_error"]
+
+        scrape = urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=10).read().decode()
+        now = time.time()
+        scraped = {(s.name, s.labels["member"]): s.value
+                   for fam in text_string_to_metric_families(scrape) for s in fam.samples}
+        for member, rec, notes in (("a1", rec_a1, a1.notes), ("c1", rec_c1, c1.notes), ("a2", rec_a2, a2.notes)):
+            expected = notes.expected_metrics(now)
+            n = int(expected["rebalance-total"])
+            assert n >= (2 if member == "a2" else 4), (member, notes.calls)  # every phase moved partitions
+            assert_metrics_match(rec.metrics(now), expected, n, member)
+            from_http = {name: scraped[(prometheus_name(name), member)] for name in METRIC_NAMES}
+            expected.pop("last-rebalance-seconds-ago")  # scraped a moment earlier
+            assert_metrics_match(from_http, expected, n, f"{member} over HTTP")
+    finally:
+        server.shutdown()
+        if crash is not None and crash.proc.poll() is None:
+            crash.kill()
+        for member in (a1, a2):
+            if member.running:
+                member.stop()
+        if c1.thread.is_alive():
+            c1.stop()
+        producer.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        loop_thread.join(10)
+        for rec in (rec_a1, rec_a2, rec_c1):
+            rec.close()
+
+    # The recordings on disk give the same metrics as the live recorders.
+    for member, rec in (("a2", rec_a2), ("c1", rec_c1)):
+        events = list(read_events(tmp_path / f"{member}.jsonl"))
+        assert events[0].ev == "subscribed" and events[-1].ev == "closed"
+        replayed = metrics_from_events(events, now=now, config=WINDOW)[member]
+        live = rec.metrics(now)
+        for name in METRIC_NAMES:
+            assert (math.isnan(live[name]) and math.isnan(replayed[name])) or \
+                replayed[name] == pytest.approx(live[name], abs=1e-2), (member, name)
+    crashed = list(read_events(tmp_path / "crash.jsonl"))
+    assert any(e.ev == "cb_assigned" and e.parts for e in crashed)
+    assert not any(e.ev in ("closing", "closed") for e in crashed)  # SIGKILL leaves no goodbye

@@ -1,0 +1,76 @@
+"""Smoke test of the assignment benchmark (``python -m benchmarks.assign --quick``) on its smallest cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.cases import build_case, read_case, write_case
+from benchmarks.impls import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_GENERATOR = Path("/work/shared/tools/kafka4-uniform/gen_cases.py")
+
+
+def test_quick_run_prints_tables_and_valid_results(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.assign", "--quick", "--cases", "S1,S1_last1",
+         "--impls", "floor,kassign-sticky,kassign-coop,aiokafka-sticky", "--timebox", "10",
+         "--case-dir", str(tmp_path / "cases"), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Time per assign() call" in proc.stdout
+    assert "Quality: balance" in proc.stdout
+    rows = json.loads(out.read_text())["results"]
+    timed = [r for r in rows if "medianMs" in r]
+    impls = {r["impl"] for r in timed}
+    assert {"floor", "kassign-sticky", "kassign-coop", "aiokafka-sticky"} <= impls, proc.stderr[-3000:]
+    for r in timed:
+        assert r["medianMs"] > 0
+        assert r["valid"] == "ok", r
+    # Every sticky assignor keeps the group balanced on S1 (1,000 partitions over 10 members, then 9, then 11).
+    for r in timed:
+        if r["impl"] != "floor" and r["case"] == "S1":
+            assert r["balance"] <= 1, r
+            if r["step"] != "fresh":
+                assert r["moved"] >= 90, r  # at least the leaver's 100 / the joiner's share change owner
+
+
+def test_evaluate_flags_double_and_missing_assignment() -> None:
+    case = build_case("S1")
+    members = case.step_members("fresh")
+    ids = list(members)
+    everything = [(t, p) for t, n in case.topics.items() for p in range(n)]
+    split = {m: everything[i::len(ids)] for i, m in enumerate(ids)}
+    assert evaluate(case, members, split, None)["valid"] == "ok"
+    doubled = {**split, ids[0]: split[ids[0]] + [split[ids[1]][0]]}
+    assert "twice" in evaluate(case, members, doubled, None)["valid"]
+    missing = {**split, ids[0]: split[ids[0]][1:]}
+    assert "unassigned" in evaluate(case, members, missing, None)["valid"]
+    assert evaluate(case, members, missing, None, complete=False)["valid"] == "ok"
+    moved = evaluate(case, members, split, {everything[0]: ids[1]})
+    assert moved["moved"] == 1 and moved["balance"] == 0
+
+
+def test_case_files_round_trip(tmp_path: Path) -> None:
+    case = build_case("S1_last1")
+    write_case(case, tmp_path / "S1_last1.txt")
+    again = read_case(tmp_path / "S1_last1.txt")
+    assert again == case
+    assert list(case.members.values())[-1] == ["topic-0"]
+    assert case.leaver in case.members and case.joiner not in case.members
+    assert len(case.step_members("leave")) == 9 and len(case.step_members("join")) == 11
+
+
+@pytest.mark.skipif(not SHARED_GENERATOR.exists(), reason="the shared kafka4-uniform tool is not on this machine")
+def test_case_files_match_the_shared_generator(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(SHARED_GENERATOR), str(tmp_path), "S2,NU2"], check=True)
+    for name in ("S2", "NU2"):
+        write_case(build_case(name), tmp_path / f"{name}.ours.txt")
+        assert (tmp_path / f"{name}.ours.txt").read_bytes() == (tmp_path / f"{name}.txt").read_bytes()
