@@ -44,7 +44,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--impls", type=lambda s: _names(s, ALL_IMPLS, "implementation"),
                    default=list(ALL_IMPLS), help=f"default all: {','.join(ALL_IMPLS)}")
     p.add_argument("--steps", type=lambda s: _names(s, STEPS, "step"), default=list(STEPS))
-    p.add_argument("--quick", action="store_true", help=f"small cases only ({','.join(QUICK_CASES)}), short Java warm-up")
+    p.add_argument("--quick", action="store_true", help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, short Java warm-up")
     p.add_argument("--json", type=Path, help="write every result row and target line to this file")
     p.add_argument("--case-dir", type=Path, default=Path(".bench-cases"), help="where case files are written/read")
     p.add_argument("--timebox", type=float, default=60.0,
@@ -55,6 +55,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="show rows of an earlier --json run for implementations not selected by --impls "
                         "(e.g. re-time kassign only, keep Java/aiokafka/Kafka 4 numbers)")
     args = p.parse_args(argv)
+    if args.reuse is not None and not args.reuse.is_file():
+        p.error(f"--reuse: no such file {str(args.reuse)!r}")
     if args.cases is None:
         args.cases = list(QUICK_CASES if args.quick else CASE_NAMES)
     if args.warmup_seconds is None:
@@ -82,7 +84,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
                 rows += [{"impl": impl.name, "case": case.name, "step": s, "skipped": f"skipped (>{args.timebox:.0f}s)"}
                          for s in steps]
                 continue
-            new = run_python(impl, case, steps, args.timebox, not args.no_memory and impl.name.startswith("kassign"))
+            new = run_python(impl, case, steps, args.timebox, not args.no_memory and impl.name.startswith("kassign"),
+                             max_reps=3 if args.quick else 9)
             if any(str(r.get("skipped", "")).startswith("skipped (>") for r in new):
                 boxed_at[impl.name] = case.n_partitions
             rows += new

@@ -64,12 +64,12 @@ def timebox(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def measure(call: Callable[[], Any], limit: float) -> tuple[list[float], Any]:
+def measure(call: Callable[[], Any], limit: float, max_reps: int = 9) -> tuple[list[float], Any]:
     """Median-ready samples (ms) of ``call()`` and its last result.
 
     One time-boxed probe sizes the run: probe < 0.5 s: 1 warm-up and 9 timed calls; < 2 s: 5 timed;
-    < 30 s: 3 timed; else the probe is the only sample. ``gc.collect()`` before every timed call; the
-    collector stays enabled inside it, as in a real leader.
+    < 30 s: 3 timed; else the probe is the only sample; never more than ``max_reps`` timed calls.
+    ``gc.collect()`` before every timed call; the collector stays enabled inside it, as in a real leader.
     """
     gc.collect()
     start = time.perf_counter()
@@ -78,7 +78,7 @@ def measure(call: Callable[[], Any], limit: float) -> tuple[list[float], Any]:
     probe = time.perf_counter() - start
     if probe >= 30:
         return [probe * 1e3], result
-    reps = 9 if probe < 0.5 else 5 if probe < 2 else 3
+    reps = min(max_reps, 9 if probe < 0.5 else 5 if probe < 2 else 3)
     if probe < 0.5:
         call()
     samples = []
@@ -274,7 +274,8 @@ def python_impl(name: str) -> Floor | KassignSticky | AiokafkaSticky:
     return factories[name]()
 
 
-def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, measure_memory: bool) -> list[Row]:
+def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, measure_memory: bool,
+               max_reps: int = 9) -> list[Row]:
     """Time ``impl`` on each step of ``case``; leave/join start from its own fresh result."""
     rows: list[Row] = []
     fresh: AssignmentMap | None = None
@@ -294,7 +295,7 @@ def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, meas
             previous = {m: tps for m, tps in fresh.items() if m != case.leaver}
         prepared = impl.prepare(case, members, previous, PREVIOUS_GENERATION)
         try:
-            samples, result = measure(lambda: impl.run(prepared), limit)
+            samples, result = measure(lambda: impl.run(prepared), limit, max_reps)
         except Timeboxed:
             row["skipped"] = f"skipped (>{limit:.0f}s)"
             log.info("%s %s %s: skipped (>%.0fs)", case.name, step, impl.name, limit)

@@ -100,9 +100,11 @@ def _split_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 
 
 def _metadata_request(correlation_id: int) -> bytes:
-    # Metadata v0 (api key 3): an empty topic array asks for all topics; every Kafka version answers v0.
+    # Metadata v4 (api key 3): Kafka 4 dropped v0-v3, and v4 is the newest without flexible encoding.
+    # Body: a null topic array (all topics), allow_auto_topic_creation=false.
     client_id = b"kassign-probe"
-    body = struct.pack(">hhih", 3, 0, correlation_id, len(client_id)) + client_id + struct.pack(">i", 0)
+    header = struct.pack(">hhih", 3, 4, correlation_id, len(client_id)) + client_id
+    body = header + struct.pack(">ib", -1, 0)
     return struct.pack(">i", len(body)) + body
 
 
@@ -123,7 +125,7 @@ def _probe_metadata(host: str, port: int, timeout: float) -> int:
         sock.sendall(_metadata_request(7))
         (size,) = struct.unpack(">i", _recv_exact(sock, 4))
         payload = _recv_exact(sock, size)
-    correlation_id, n_brokers = struct.unpack(">ii", payload[:8])
+    correlation_id, _throttle_ms, n_brokers = struct.unpack(">iii", payload[:12])
     if correlation_id != 7:
         raise ConnectionError(f"metadata answer has correlation id {correlation_id}, sent 7")
     return n_brokers
@@ -233,6 +235,8 @@ def kraft_environment(node_id: int, client_port: int, advertised_host: str = "lo
         "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
         # Kafka's 3 s default would add a fixed delay to every first join in the tests.
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        # The driver's members use 1.5 s session timeouts; Kafka's default minimum is 6 s.
+        "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000",
     }
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "phase_metrics",
     "timeline_metrics",
     "recording_phases",
+    "detect_phases",
     "count_rounds",
 ]
 
@@ -297,3 +298,24 @@ def recording_phases(meta: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
         later = [t for t, _ in ordered if t > start]
         phases[phase] = (start, later[0] if later else math.inf)
     return phases
+
+
+#: Member events that start a phase in a timeline without marks, and the phase kind they start.
+TRIGGER_KINDS = {"subscribed": "scale_out", "closing": "scale_in", "crash": "crash"}
+
+
+def detect_phases(events: Iterable[Event], quiet_s: float = 2.0) -> dict[str, tuple[float, float]]:
+    """Phases of a timeline that has no marks: a member starting, closing or crashing after the
+    group was quiet (no member event) for ``quiet_s`` opens a phase (``1:scale_out``...); what
+    precedes the first is ``initial``."""
+    timeline = [e for e in _sorted_events(events) if e.ev not in NOISE_EVENTS]
+    if not timeline:
+        return {}
+    starts: list[tuple[str, float]] = [("initial", timeline[0].t)]
+    last = timeline[0].t
+    for e in timeline[1:]:
+        if e.ev in TRIGGER_KINDS and e.t - last >= quiet_s:
+            starts.append((f"{len(starts)}:{TRIGGER_KINDS[e.ev]}", e.t))
+        last = e.t
+    stop = timeline[-1].t + 1e-6
+    return {name: (t, starts[i + 1][1] if i + 1 < len(starts) else stop) for i, (name, t) in enumerate(starts)}

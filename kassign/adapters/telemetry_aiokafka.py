@@ -29,13 +29,14 @@ class RecordingListener(ConsumerRebalanceListener):
         self.listener = listener
 
     async def _run(self, kind: str, method: str, partitions: Iterable[Any]) -> None:
+        given = partitions
         partitions = list(partitions)
         func = getattr(self.listener, method, None) if self.listener is not None else None
         clock = self.recorder.clock
         start = clock()
         try:
             if func is not None:
-                result = func(set(partitions))
+                result = func(given)
                 if inspect.isawaitable(result):
                     await result
         except BaseException as exc:

@@ -1,8 +1,8 @@
 """Cooperative-sticky with Kafka Connect's scheduled rebalance delay (KIP-415) for consumer groups.
 
 When a member leaves, its partitions are held back (left unassigned) for up to
-``scheduled_rebalance_max_delay_ms`` so that a restarting member can take them back: a rolling
-deploy then moves no partition at all. Within the delay:
+``scheduled_rebalance_max_delay_ms`` so that a restarting member can take them back: in a rolling
+deploy only the leader's partitions move (see below). Within the delay:
 
 * a returning member (same member id, ``group_instance_id`` or worker id) gets its partitions back
   at once; the worker id is sent in the subscription user data because dynamic members get a new
@@ -25,7 +25,9 @@ member's assignment user data, each member counts the delay down on its own cloc
 state in its next JoinGroup, and the next leader (whoever it is) continues from the newest one.
 
 The balancing itself is :class:`CooperativeStickyAssignor`'s, run over the members present and the
-partitions not held back, so with a delay of 0 this assignor is exactly cooperative-sticky.
+partitions not held back, so with a delay of 0 this assignor is exactly cooperative-sticky. Under
+the EAGER protocol (members own nothing when they join) the leader's record keeps the assignment
+sticky and the delay works the same way.
 
 Wiring (member side): after each SyncGroup call :meth:`on_assignment` and
 :meth:`on_assignment_user_data` with the assignment's user data; when :attr:`rejoin_after_s` is not
@@ -57,6 +59,7 @@ from kassign.protocol.delay_user_data import (
     encode_delay_subscription_data,
 )
 from kassign.protocol.errors import ProtocolError
+from kassign.protocol.topic_partitions import expand
 
 __all__ = ["DelayedCooperativeStickyAssignor"]
 
@@ -109,10 +112,15 @@ class _Plan:
     candidates: list[MemberIdentity]
 
 
-def _partitions_of(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> set[TopicPartition]:
+def _partitions_of(
+    partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+) -> set[TopicPartition]:
     """Every partition of every topic some member subscribes to."""
     topics = {topic for sub in subscriptions.values() for topic in sub.topics}
-    return {TopicPartition(topic, p) for topic in topics for p in range(partitions_per_topic.get(topic, 0))}
+    partitions: list[TopicPartition] = []
+    for topic in topics:
+        expand(topic, range(partitions_per_topic.get(topic, 0)), partitions)
+    return set(partitions)
 
 
 class DelayedCooperativeStickyAssignor(PartitionAssignor):
@@ -122,9 +130,10 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
     assignor (its user data is not cooperative-sticky's), so it has its own name for the group to
     agree on. ``clock`` returns seconds (``time.monotonic`` by default; only differences within one
     process are used, the delay travels between processes as a remaining duration). ``worker_id``
-    identifies this consumer across restarts; set it to something stable (pod name, host:port) to
-    get partitions back after a restart, otherwise a random id is used (then only
-    ``group_instance_id`` or an unchanged member id recognise a returning member).
+    identifies this consumer across restarts and must be unique in the group; set it to something
+    stable (pod name, host:port) so a restarted consumer gets its partitions back at once. By
+    default it is random: then only ``group_instance_id`` recognises a restarted consumer, which
+    otherwise waits as a new member and receives the held partitions when the delay expires.
     ``base_assignor`` is the balancing assignor (a fresh ``CooperativeStickyAssignor`` by default).
     """
 
@@ -145,8 +154,10 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             raise TypeError(f"scheduled_rebalance_max_delay_ms must be an int, got {delay!r}")
         if not 0 <= delay <= _INT32_MAX:
             raise ValueError(f"scheduled_rebalance_max_delay_ms must be in [0, {_INT32_MAX}], got {delay}")
-        if worker_id is not None and (not isinstance(worker_id, str) or not worker_id):
-            raise ValueError(f"worker_id must be a non-empty str or None, got {worker_id!r}")
+        if worker_id is not None and not isinstance(worker_id, str):
+            raise TypeError(f"worker_id must be a str or None, got {worker_id!r}")
+        if worker_id == "":
+            raise ValueError("worker_id must not be empty, got ''")
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
         if base_assignor is None:
@@ -177,11 +188,10 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
         state = self._received_state
         if state is not None:
             elapsed = self._now_ms() - self._received_at_ms
-            state = replace(
-                state,
-                delay_ms=max(0, state.delay_ms - elapsed),
-                rejoin_after_ms=state.rejoin_after_ms if state.rejoin_after_ms < 0 else max(0, state.rejoin_after_ms - elapsed),
-            )
+            rejoin_after_ms = state.rejoin_after_ms
+            if rejoin_after_ms >= 0:
+                rejoin_after_ms = max(0, rejoin_after_ms - elapsed)
+            state = replace(state, delay_ms=max(0, state.delay_ms - elapsed), rejoin_after_ms=rejoin_after_ms)
         return encode_delay_subscription_data(DelaySubscriptionData(self.worker_id, self._generation, state))
 
     def on_assignment_user_data(self, data: bytes | None) -> None:
@@ -266,7 +276,10 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             candidates=tuple(plan.candidates) if held else (),
         )
         self.last_state = state
-        self._record = (state.epoch, tuple(WorkerPartitions(m.identity, tuple(result[m.member_id])) for m in members.values()))
+        self._record = (
+            state.epoch,
+            tuple(WorkerPartitions(m.identity, tuple(result[m.member_id])) for m in members.values()),
+        )
         self.assignment_user_data = encode_delay_state(state)
         self.next_rebalance_delay_ms = None if rejoin_after_ms < 0 else rejoin_after_ms
         if held:
@@ -316,7 +329,7 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
         expired = pending and remaining_ms <= 0
         candidates = [] if previous is None else [c for c in previous.candidates if present(c) is not None]
         if expired:
-            released = sorted(tp for entry in still_held for tp in free(entry))
+            released = sorted({tp for entry in still_held for tp in free(entry)})
             targets = sorted({member_id for c in candidates if (member_id := present(c)) is not None})
             self._release_to_candidates(released, targets, subscriptions, given_back)
             taken.update(released)
@@ -392,7 +405,8 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             except ProtocolError as exc:
                 log.warning("member %s sent unparseable user data, treating it as new: %s", member_id, exc)
         generation = sub.generation_id if sub.generation_id is not None else data.generation
-        return _Member(member_id, MemberIdentity(member_id, sub.group_instance_id, data.worker_id), generation, data.state)
+        identity = MemberIdentity(member_id, sub.group_instance_id, data.worker_id)
+        return _Member(member_id, identity, generation, data.state)
 
     @staticmethod
     def _latest_state(members: Iterable[_Member]) -> tuple[DelayState | None, int]:
@@ -407,7 +421,8 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
     def _leader_identity(self, members: Iterable[_Member]) -> MemberIdentity | None:
         mine = [m.identity for m in members if m.identity.worker_id == self.worker_id]
         if len(mine) != 1:
-            log.warning("cannot tell which member is this leader (%d members carry worker id %r)", len(mine), self.worker_id)
+            log.warning("cannot tell which member is this leader (%d members carry worker id %r)",
+                        len(mine), self.worker_id)
             return None
         return mine[0]
 
@@ -440,7 +455,9 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
         return result
 
     @staticmethod
-    def _owners(subscriptions: Mapping[str, Subscription], all_partitions: set[TopicPartition]) -> dict[TopicPartition, str]:
+    def _owners(
+        subscriptions: Mapping[str, Subscription], all_partitions: set[TopicPartition]
+    ) -> dict[TopicPartition, str]:
         """Partition -> the one member owning it in the newest generation (ambiguous claims dropped)."""
         best: dict[TopicPartition, tuple[int, list[str]]] = {}
         for member_id, sub in sorted(subscriptions.items()):
@@ -472,14 +489,21 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             self.partitions_transferring_ownership = self._base.partitions_transferring_ownership
             return {member_id: list(result.get(member_id, [])) for member_id in subscriptions}
 
+        held_by_topic: dict[str, set[int]] = {}
+        for topic, partition in held:
+            held_by_topic.setdefault(topic, set()).add(partition)
         to_virtual: dict[TopicPartition, TopicPartition] = {}
         counts = dict(partitions_per_topic)
-        for topic in sorted({tp.topic for tp in held}):
-            kept = [p for p in range(partitions_per_topic.get(topic, 0)) if TopicPartition(topic, p) not in held]
+        for topic, held_partitions in sorted(held_by_topic.items()):
+            kept = [p for p in range(partitions_per_topic.get(topic, 0)) if p not in held_partitions]
             counts[topic] = len(kept)
-            to_virtual.update({TopicPartition(topic, p): TopicPartition(topic, i) for i, p in enumerate(kept)})
+            real_tps: list[TopicPartition] = []
+            virtual_tps: list[TopicPartition] = []
+            expand(topic, kept, real_tps)
+            expand(topic, range(len(kept)), virtual_tps)
+            to_virtual.update(zip(real_tps, virtual_tps))
         to_real = {v: r for r, v in to_virtual.items()}
-        renumbered = {tp.topic for tp in held}
+        renumbered = held_by_topic.keys()
 
         def virtual(tp: TopicPartition) -> TopicPartition | None:
             return to_virtual.get(tp) if tp.topic in renumbered else tp

@@ -77,7 +77,10 @@ class AbstractStickyAssignor(PartitionAssignor):
         ownership = resolve_ownership(topics, claims, generations, members)
         racks = RackInfo([subscriptions[m].rack_id for m in members], topics, partition_racks)
 
-        if all(s == member_topics[0] for s in member_topics):
+        # As Java: the quota path only when the subscriptions are literally equal (a topic missing from
+        # the metadata still counts), so both take the same path on the same group.
+        first = frozenset(subscriptions[members[0]].topics)
+        if all(frozenset(subscriptions[m].topics) == first for m in members):
             log.debug("all %d members subscribe to the same topics: constrained assignment", len(members))
             lists, moving = constrained_assign(topics, ownership, racks)
         else:

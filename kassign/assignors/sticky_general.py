@@ -104,8 +104,8 @@ class _GeneralAssignment:
     # -- balancing -------------------------------------------------------------------------------
 
     def _balance(self) -> None:
-        """Steepest descent: the most loaded member gives one partition to the least loaded member
-        subscribed to one of its topics, while they differ by two or more."""
+        """Fill from the bottom: the least loaded member takes one partition from the most loaded member
+        holding a topic it subscribes to, while they differ by two or more; repeat until none can."""
         count, subscribers, member_topics = self.count, self.subscribers, self.member_topics
         n_members = len(count)
         added_by: list[dict[str, int]] = [{} for _ in range(n_members)]
@@ -114,56 +114,137 @@ class _GeneralAssignment:
                 if k:
                     added_by[i][t] = k
         kept_by = [Counter(map(_topic_of, mine)) for mine in self.kept]
-        heaps: dict[str, list[tuple[int, int]]] = {}
-
-        def lowest(topic: str) -> tuple[int, int]:
-            heap = heaps.get(topic)
-            if heap is None:
-                heap = heaps[topic] = [(count[i], i) for i in subscribers[topic]]
-                heapq.heapify(heap)
-            while heap[0][0] != count[heap[0][1]]:
-                heapq.heappop(heap)
-            return heap[0]
-
-        def recount(i: int) -> None:
-            for t in member_topics[i]:
-                heap = heaps.get(t)
-                if heap is not None:
-                    heapq.heappush(heap, (count[i], i))
+        shared = [[t for t in sorted(member_topics[i]) if len(subscribers[t]) > 1] for i in range(n_members)]
 
         for owned_too in (False, True):  # first move only newly handed out partitions
-            moved = True
-            while moved:
-                moved = False
-                for h in sorted(range(n_members), key=lambda i: (-count[i], i)):
-                    while True:
-                        best: tuple[int, int, str] | None = None
-                        for holding in ((added_by[h], kept_by[h]) if owned_too else (added_by[h],)):
-                            for t, k in holding.items():
-                                if k and len(subscribers[t]) > 1:
-                                    c, lo = lowest(t)
-                                    if best is None or c < best[0]:
-                                        best = (c, lo, t)
-                        if best is None or count[h] - best[0] < 2:
-                            break
-                        _, lo, t = best
-                        if added_by[h].get(t):
-                            added_by[h][t] -= 1
-                        else:
-                            kept_by[h][t] -= 1
-                            lost = self.given_up.setdefault(h, {})
-                            lost[t] = lost.get(t, 0) + 1
-                        added_by[lo][t] = added_by[lo].get(t, 0) + 1
-                        count[h] -= 1
-                        count[lo] += 1
-                        recount(h)
-                        recount(lo)
-                        moved = True
+            def movable(i: int, t: str) -> int:
+                return added_by[i].get(t, 0) + (kept_by[i].get(t, 0) if owned_too else 0)
+
+            donors: dict[str, list[tuple[int, int]]] = {}
+            for i in range(n_members):
+                for t in (set(added_by[i]) | set(kept_by[i]) if owned_too else added_by[i]):
+                    if movable(i, t):
+                        donors.setdefault(t, []).append((-count[i], i))
+            for heap in donors.values():
+                heapq.heapify(heap)
+
+            def top_donor(t: str) -> tuple[int, int] | None:
+                heap = donors.get(t)
+                while heap:
+                    c, d = heap[0]
+                    if -c == count[d] and movable(d, t):
+                        return count[d], d
+                    heapq.heappop(heap)
+                return None
+
+            moved_in_round = True
+            while moved_in_round:
+                moved_in_round = False
+                takers = [(count[i], i) for i in range(n_members) if shared[i]]
+                heapq.heapify(takers)
+                while takers:
+                    c_low, lo = heapq.heappop(takers)
+                    if c_low != count[lo]:
+                        continue
+                    best: tuple[int, int, str] | None = None
+                    for t in shared[lo]:
+                        top = top_donor(t)
+                        if top is not None and (best is None or top[0] > best[0]):
+                            best = (top[0], top[1], t)
+                    if best is None or best[0] - c_low < 2:
+                        continue  # nothing can come to this member now
+                    _, d, t = best
+                    if added_by[d].get(t):
+                        added_by[d][t] -= 1
+                    else:
+                        kept_by[d][t] -= 1
+                        lost = self.given_up.setdefault(d, {})
+                        lost[t] = lost.get(t, 0) + 1
+                    added_by[lo][t] = added_by[lo].get(t, 0) + 1
+                    count[d] -= 1
+                    count[lo] += 1
+                    moved_in_round = True
+                    heapq.heappush(takers, (count[lo], lo))
+                    heapq.heappush(takers, (count[d], d))
+                    for i in (d, lo):
+                        for held in ((added_by[i], kept_by[i]) if owned_too else (added_by[i],)):
+                            for t2, k in held.items():
+                                if k:
+                                    donors.setdefault(t2, [])
+                                    heapq.heappush(donors[t2], (-count[i], i))
+        self._augment(added_by, kept_by)
         self.added = {t: {} for t in self.topics}
         for i, holding in enumerate(added_by):
             for t, k in holding.items():
                 if k:
                     self.added[t][i] = k
+
+    def _augment(self, added_by: list[dict[str, int]], kept_by: list[Counter[str]]) -> None:
+        """Chains: member A may be two or more below member Z with no topic in common, yet reach it
+        through members in between (A takes from B what B can take back from Z, ...). Shift one
+        partition along the shortest such chain while one exists (each shift lowers the spread)."""
+        count, subscribers = self.count, self.subscribers
+        holders: dict[str, set[int]] = {t: set() for t in self.topics}
+        for i in range(len(count)):
+            for held in (added_by[i], kept_by[i]):
+                for t, k in held.items():
+                    if k:
+                        holders[t].add(i)
+        while True:
+            top = max(count)
+            for lo in sorted((i for i in range(len(count)) if count[i] <= top - 2), key=lambda i: (count[i], i)):
+                path = self._chain(lo, holders)
+                if path:
+                    break
+            else:
+                return
+            taker = lo
+            for topic, giver in path:
+                if added_by[giver].get(topic):
+                    added_by[giver][topic] -= 1
+                else:
+                    kept_by[giver][topic] -= 1
+                    lost = self.given_up.setdefault(giver, {})
+                    lost[topic] = lost.get(topic, 0) + 1
+                if not added_by[giver].get(topic) and not kept_by[giver].get(topic):
+                    holders[topic].discard(giver)
+                added_by[taker][topic] = added_by[taker].get(topic, 0) + 1
+                holders[topic].add(taker)
+                taker = giver
+            count[lo] += 1
+            count[path[-1][1]] -= 1
+
+    def _chain(self, lo: int, holders: dict[str, set[int]]) -> list[tuple[str, int]] | None:
+        """Shortest chain [(topic, giver), ...] from ``lo`` to a member with two or more partitions more."""
+        count, subscribers = self.count, self.subscribers
+        want = count[lo] + 2
+        came_from: dict[int, tuple[str, int]] = {}
+        seen_topics: set[str] = set()
+        frontier = [lo]
+        reached = {lo}
+        while frontier:
+            nxt = []
+            for taker in frontier:
+                for t in sorted(self.member_topics[taker]):
+                    if t in seen_topics or len(subscribers[t]) < 2:
+                        continue
+                    seen_topics.add(t)
+                    for giver in sorted(holders[t]):
+                        if giver in reached:
+                            continue
+                        reached.add(giver)
+                        came_from[giver] = (t, taker)
+                        if count[giver] >= want:
+                            path = []
+                            node = giver
+                            while node != lo:
+                                topic, prev = came_from[node]
+                                path.append((topic, node))
+                                node = prev
+                            return path[::-1]
+                        nxt.append(giver)
+            frontier = nxt
+        return None
 
     # -- building the result ---------------------------------------------------------------------
 

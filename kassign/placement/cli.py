@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 
 from kassign.placement.plan import reassignment_json, summarize
 from kassign.placement.replica_assignment import assign_replicas_to_brokers
-
-log = logging.getLogger(__name__)
 
 __all__ = ["main", "parse_brokers"]
 
@@ -61,8 +58,9 @@ def _create_topic(bootstrap: str, topic: str, assignment: dict[int, list[int]], 
 
     admin = _admin(bootstrap)  # keep the handle alive until the future resolves
     replicas = [assignment[p] for p in sorted(assignment)]
-    futures = admin.create_topics([NewTopic(topic, replica_assignment=replicas)], operation_timeout=timeout,
-                                  request_timeout=timeout)
+    # librdkafka wants the partition count spelled out next to an explicit replica assignment.
+    new_topic = NewTopic(topic, num_partitions=len(replicas), replica_assignment=replicas)
+    futures = admin.create_topics([new_topic], operation_timeout=timeout, request_timeout=timeout)
     futures[topic].result(timeout=timeout)
 
 

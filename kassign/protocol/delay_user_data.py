@@ -129,7 +129,9 @@ def _topic_table(state: DelayState) -> list[str]:
     return sorted(topics)
 
 
-def _write_worker_partitions(writer: Writer, entries: Iterable[WorkerPartitions], topic_index: dict[str, int], what: str) -> None:
+def _write_worker_partitions(
+    writer: Writer, entries: Iterable[WorkerPartitions], topic_index: dict[str, int], what: str
+) -> None:
     entries = list(entries)
     writer.array_length(len(entries))
     for entry in entries:
@@ -152,7 +154,8 @@ def _read_worker_partitions(reader: Reader, topics: list[str], what: str) -> tup
             start = reader.pos
             index = reader.int32(f"{what}.topic_index")
             if not 0 <= index < len(topics):
-                raise reader.error(f"{what}.topic_index", f"topic index {index} outside the table of {len(topics)} topics", start)
+                reason = f"topic index {index} outside the table of {len(topics)} topics"
+                raise reader.error(f"{what}.topic_index", reason, start)
             expand(topics[index], reader.int32_array(f"{what}.partitions"), partitions)
         entries.append(WorkerPartitions(identity, tuple(partitions)))
     return tuple(entries)

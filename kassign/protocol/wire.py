@@ -35,10 +35,10 @@ def as_buffer(data: object, what: str) -> bytes | bytearray | memoryview:
 class Reader:
     """A cursor over one payload; every failure raises :class:`ProtocolError` naming field and offset."""
 
-    __slots__ = ("_data", "_view", "pos", "structure")
+    __slots__ = ("_view", "pos", "structure")
 
     def __init__(self, data: bytes | bytearray | memoryview, structure: str, pos: int = 0) -> None:
-        self._data = data
+        # bytes slice and unpack directly; other buffers go through a flat byte view.
         self._view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         self.pos = pos
         self.structure = structure

@@ -39,13 +39,13 @@ __all__ = ["ASSIGNOR_CLASSES", "SimResult", "simulate", "make_assignor_factory"]
 
 log = logging.getLogger(__name__)
 
-#: Assignor name (the protocol name members advertise) -> class in :mod:`kassign.assignors`.
+#: Assignor name (the protocol name members advertise) -> (module, class) of kassign's assignor.
 ASSIGNOR_CLASSES = {
-    "range": "RangeAssignor",
-    "roundrobin": "RoundRobinAssignor",
-    "sticky": "StickyAssignor",
-    "cooperative-sticky": "CooperativeStickyAssignor",
-    "kassign-delayed-cooperative-sticky": "DelayedCooperativeStickyAssignor",
+    "range": ("kassign.assignors", "RangeAssignor"),
+    "roundrobin": ("kassign.assignors", "RoundRobinAssignor"),
+    "sticky": ("kassign.assignors", "StickyAssignor"),
+    "cooperative-sticky": ("kassign.assignors", "CooperativeStickyAssignor"),
+    "kassign-delayed-cooperative-sticky": ("kassign.assignors.delayed", "DelayedCooperativeStickyAssignor"),
 }
 DELAYED_ASSIGNOR = "kassign-delayed-cooperative-sticky"
 
@@ -58,10 +58,10 @@ def make_assignor_factory(config: SimConfig, clock: Callable[[], float]) -> Call
     """
     if config.assignor not in ASSIGNOR_CLASSES:
         raise ValueError(f"unknown assignor {config.assignor!r}; expected one of {sorted(ASSIGNOR_CLASSES)}")
-    module = importlib.import_module("kassign.assignors")
-    cls = getattr(module, ASSIGNOR_CLASSES[config.assignor], None)
+    module_name, class_name = ASSIGNOR_CLASSES[config.assignor]
+    cls = getattr(importlib.import_module(module_name), class_name, None)
     if cls is None:
-        raise ValueError(f"assignor {config.assignor!r} ({ASSIGNOR_CLASSES[config.assignor]}) is not available in kassign.assignors")
+        raise ValueError(f"assignor {config.assignor!r}: {module_name}.{class_name} is not available")
     if config.assignor != DELAYED_ASSIGNOR:
         return lambda name: cls()
     options: dict[str, Any] = {}
@@ -83,6 +83,7 @@ class SimResult:
     settled: bool
     assign_calls: int
     protocol: RebalanceProtocol
+    subscribed: dict[str, int]  # at the end: the subscribed topics and their partition counts
 
     def write_events(self, path: str) -> int:
         """Write the timeline as JSON lines (gzip for ``.gz``), partitions of a one-topic group as ints."""
@@ -296,6 +297,7 @@ class _Simulation:
             settled=settled,
             assign_calls=self.assign_calls,
             protocol=self.protocol,
+            subscribed={t: self.partitions_per_topic[t] for t in self.topics},
         )
 
 

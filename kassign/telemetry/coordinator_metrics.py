@@ -192,11 +192,6 @@ class CoordinatorMetrics:
 
     # -- reading -----------------------------------------------------------------------------
 
-    @property
-    def rebalance_in_progress(self) -> bool:
-        """True between an observed rebalance start and its completion."""
-        return self._start_ms is not None
-
     def snapshot(self, now: float | None = None) -> dict[str, float]:
         """The metrics at unix time ``now`` (default: the last event's time), keyed by Java's names.
 

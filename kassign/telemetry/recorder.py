@@ -212,6 +212,9 @@ class RebalanceRecorder:
         else:
             if (on_assign, on_revoke, on_lost) != (None, None, None):
                 raise TypeError("an aiokafka consumer takes listener, not on_assign/on_revoke/on_lost")
+            if getattr(consumer, "_kassign_recorder", None) is self:
+                consumer.subscribe(topics, listener=listener)  # attach() already records subscribe
+                return
             self.subscribed(topics)
             consumer.subscribe(topics, listener=self.wrap_listener(listener))
 

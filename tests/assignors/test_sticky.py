@@ -12,7 +12,7 @@ from tests.assignors.sticky_checks import assert_balanced, assert_valid, moves, 
 from tests.assignors.sticky_scenarios import scenarios
 
 TP = TopicPartition
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def sticky_subscriptions(subs, claims, member_racks):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from integration.broker import BrokerUnavailable, free_port, open_broker, wait_for_broker
+from integration.broker import BrokerUnavailable, free_port, kafka_bootstrap, open_broker, wait_for_broker
 
 
 def test_broker_answers_metadata(kafka_broker):
@@ -25,6 +27,16 @@ def test_kafka_bootstrap_env_wins(bootstrap_servers):
         assert info.kind == "external"
         assert info.bootstrap == bootstrap_servers
         assert info.is_real_kafka
+
+
+def test_async_kafka_bootstrap_yields_a_ready_address(bootstrap_servers, monkeypatch):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", bootstrap_servers)
+
+    async def use() -> str:
+        async with kafka_bootstrap() as bootstrap:
+            return bootstrap
+
+    assert asyncio.run(use()) == bootstrap_servers
 
 
 def test_wait_for_broker_gives_up_on_a_closed_port():

@@ -91,8 +91,7 @@ def test_random_start_draws_from_rng() -> None:
         first = brokers.index(outcome["0"][0])
         assert [outcome[str(p)][0] for p in range(9)] == [brokers[(first + p) % 7] for p in range(9)]
     # Kafka's fixed-start outcomes are among the random ones (start index == shift).
-    assert json.dumps(assign_replicas_to_brokers(brokers, 9, 3, fixed_start_index=0)) in outcomes or any(
-        json.dumps(assign_replicas_to_brokers(brokers, 9, 3, fixed_start_index=s)) in outcomes for s in range(7))
+    assert any(json.dumps(assign_replicas_to_brokers(brokers, 9, 3, fixed_start_index=s)) in outcomes for s in range(7))
 
 
 clusters = st.integers(1, 12).flatmap(lambda n: st.tuples(

@@ -182,3 +182,29 @@ def test_corrupted_bytes_fail_exactly_where_java_fails(java_oracle) -> None:
         assert ours_ok == answer.startswith("OK"), (data.hex(), answer)
         compared += 1
     assert compared > CASES // 2
+
+
+def test_corrupted_assignments_and_sticky_user_data_agree_with_java(java_oracle) -> None:
+    rng = random.Random(100)
+    assignment = encode_assignment(Assignment([TopicPartition("orders", 1), TopicPartition("pay", 0)], b"\x07"))
+    blobs = [_mutate(rng, assignment) for _ in range(CASES)]
+    for data, answer in zip(blobs, java_oracle.ask([f"DASN\t{b.hex()}" for b in blobs])):
+        try:
+            ours = decode_assignment(data)
+        except ProtocolError as exc:
+            assert answer.startswith("ERR") or "UTF-8" in str(exc), (data.hex(), answer)
+            continue
+        partitions, user_data = _ok(answer)
+        assert ours.partitions == dec_tps(partitions) and ours.user_data == (None if user_data == "~" else bytes.fromhex(user_data))
+
+    sticky = encode_sticky_user_data([TopicPartition("orders", 1), TopicPartition("pay", 0)], 6)
+    blobs = [_mutate(rng, sticky) for _ in range(CASES)]
+    for data, answer in zip(blobs, java_oracle.ask([f"DSTK\t{b.hex()}" for b in blobs])):
+        partitions, generation = _ok(answer)  # Java never throws: unreadable data is ([], -1)
+        try:
+            ours = decode_sticky_user_data(data)
+        except ProtocolError as exc:
+            assert (partitions, generation) == ("", "-1") or "UTF-8" in str(exc), (data.hex(), answer)
+            continue
+        assert ours.partitions == dec_tps(partitions)
+        assert ours.generation == (None if generation == "~" else int(generation))

@@ -20,10 +20,11 @@ from kassign.protocol import (
     encode_sticky_user_data,
 )
 
-settings.register_profile("kassign-protocol", max_examples=150, deadline=None)
-settings.load_profile("kassign-protocol")
+# Per-test settings (not a global profile): other modules keep their own.
+EXAMPLES = settings(max_examples=150, deadline=None)
 
 
+@EXAMPLES
 @given(subscriptions, st.integers(0, 3))
 def test_subscription_round_trip_keeps_what_the_version_carries(sub: Subscription, version: int) -> None:
     data = encode_subscription(sub, version)
@@ -37,11 +38,13 @@ def test_subscription_round_trip_keeps_what_the_version_carries(sub: Subscriptio
     assert got.group_instance_id is None
 
 
+@EXAMPLES
 @given(subscriptions)
 def test_default_version_is_3(sub: Subscription) -> None:
     assert encode_subscription(sub) == encode_subscription(sub, 3)
 
 
+@EXAMPLES
 @given(subscriptions, st.integers(4, 2**15 - 1), st.binary(max_size=16))
 def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(sub: Subscription, version: int, extra: bytes) -> None:
     v3 = encode_subscription(sub, 3)
@@ -49,11 +52,13 @@ def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(sub: Su
     assert decode_subscription(newer) == decode_subscription(v3)
 
 
+@EXAMPLES
 @given(subscriptions, st.integers(4, 1000))
 def test_encoding_a_newer_version_writes_v3_like_java(sub: Subscription, version: int) -> None:
     assert encode_subscription(sub, version) == encode_subscription(sub, 3)
 
 
+@EXAMPLES
 @given(assignments, st.integers(0, 3))
 def test_assignment_round_trip_groups_and_sorts(assignment: Assignment, version: int) -> None:
     data = encode_assignment(assignment, version)
@@ -63,12 +68,14 @@ def test_assignment_round_trip_groups_and_sorts(assignment: Assignment, version:
     assert got.user_data == assignment.user_data
 
 
+@EXAMPLES
 @given(assignments, st.integers(4, 2**15 - 1), st.binary(max_size=16))
 def test_newer_assignment_version_decodes(assignment: Assignment, version: int, extra: bytes) -> None:
     v3 = encode_assignment(assignment)
     assert decode_assignment(struct.pack(">h", version) + v3[2:] + extra) == decode_assignment(v3)
 
 
+@EXAMPLES
 @given(partitions, INT32)
 def test_sticky_user_data_round_trip_keeps_order_within_topic(tps: list[TopicPartition], generation: int) -> None:
     got_partitions, got_generation = decode_sticky_user_data(encode_sticky_user_data(tps, generation))
@@ -78,6 +85,7 @@ def test_sticky_user_data_round_trip_keeps_order_within_topic(tps: list[TopicPar
         assert [p for t, p in got_partitions if t == topic] == [p for t, p in tps if t == topic]
 
 
+@EXAMPLES
 @given(partitions)
 def test_sticky_user_data_v0_has_no_generation(tps: list[TopicPartition]) -> None:
     v1 = encode_sticky_user_data(tps, 7)
@@ -94,6 +102,7 @@ def test_sticky_user_data_accepts_memoryview_and_bytearray() -> None:
     assert decode_sticky_user_data(memoryview(data)) == decode_sticky_user_data(bytearray(data)) == ([("t", 1)], 3)
 
 
+@EXAMPLES
 @given(INT32, st.binary(max_size=8))
 def test_cooperative_user_data_is_one_int32(generation: int, trailing: bytes) -> None:
     data = encode_cooperative_user_data(generation)
@@ -116,6 +125,7 @@ def test_subscription_layout_by_hand() -> None:
     assert encode_subscription(Subscription([]), 3) == b"\x00\x03" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\xff\xff"
 
 
+@EXAMPLES
 @given(names)
 def test_empty_rack_decodes_as_none(rack: str) -> None:
     got = decode_subscription(encode_subscription(Subscription(["t"], rack_id=rack)))

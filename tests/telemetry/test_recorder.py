@@ -27,8 +27,9 @@ def test_file_sink_rotates_by_size_and_keeps_backup_count(tmp_path: Path) -> Non
     for obj in lines:
         sink(obj)
     sink.close()
+    assert sink.backups() == [path.with_name("rec.jsonl.1"), path.with_name("rec.jsonl.2")]
+    assert not path.with_name("rec.jsonl.3").exists()
     files = [path.with_name("rec.jsonl.2"), path.with_name("rec.jsonl.1"), path]
-    assert all(f.exists() for f in files) and not path.with_name("rec.jsonl.3").exists()
     for f in files:
         assert 0 < f.stat().st_size <= 200
     kept = [json.loads(line) for f in files for line in f.read_text().splitlines()]

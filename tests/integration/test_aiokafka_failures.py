@@ -1,0 +1,176 @@
+"""Cooperative rebalances that go wrong inside a member: a rebalance listener that raises, and a
+commit that fails while partitions are being revoked. The group must still settle and no record may
+be lost (a failed commit may cause records to be processed twice, never skipped).
+
+The consumers run in this process so the test can break their listener or their commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+import aiokafka.errors as Errors  # noqa: E402
+from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener  # noqa: E402
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+
+TIMING = dict(session_timeout_ms=1500, heartbeat_interval_ms=250, auto_offset_reset="earliest")
+
+
+class RaisingListener(ConsumerRebalanceListener):
+    def __init__(self):
+        self.calls = 0
+
+    def on_partitions_revoked(self, revoked):
+        self.calls += 1
+        raise RuntimeError("listener bug on revoke")
+
+    def on_partitions_assigned(self, assigned):
+        self.calls += 1
+        raise RuntimeError("listener bug on assign")
+
+
+class Member:
+    """One in-process consumer that records every (partition, offset) it processes."""
+
+    def __init__(self, bootstrap, group_id, topic, *, listener=None, commit_failure=None, **config):
+        self.consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap, group_id=group_id,
+            partition_assignment_strategy=(CooperativeStickyAssignor,), **TIMING, **config)
+        self.consumer.subscribe([topic], listener=listener)
+        self.seen: dict[TP, list[int]] = defaultdict(list)
+        self.task: asyncio.Task | None = None
+        self.commit_failure = commit_failure
+
+    async def start(self):
+        await self.consumer.start()
+        if self.commit_failure is not None:
+            # From here on every offset commit of this member fails (its first join revoked nothing).
+            self.consumer._coordinator._do_commit_offsets = self.commit_failure
+        self.task = asyncio.create_task(self._consume())
+
+    async def _consume(self):
+        while True:
+            batch = await self.consumer.getmany(timeout_ms=100)
+            for tp, records in batch.items():
+                self.seen[tp].extend(r.offset for r in records)
+
+    async def stop(self):
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        await self.consumer.stop()
+
+
+async def _produce(bootstrap, topic, partitions, per_partition):
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        sent = defaultdict(list)
+        for i in range(per_partition):
+            for p in range(partitions):
+                meta = await producer.send_and_wait(topic, f"{i}".encode(), partition=p)
+                sent[TP(topic, p)].append(meta.offset)
+        return sent
+    finally:
+        await producer.stop()
+
+
+async def _wait_settled(members, partitions, timeout, stable_for=1.0):
+    deadline, since = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        owned = [m.consumer.assignment() for m in members]
+        union = set().union(*owned)
+        if union == partitions and sum(map(len, owned)) == len(partitions) and all(owned):
+            since = since or time.monotonic()
+            if time.monotonic() - since >= stable_for:
+                return owned
+        else:
+            since = None
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"group did not settle within {timeout}s: {[sorted(o) for o in owned]}")
+
+
+async def _wait_all_seen(members, sent, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = defaultdict(set)
+        for m in members:
+            for tp, offsets in m.seen.items():
+                seen[tp].update(offsets)
+        missing = {tp: sorted(set(offs) - seen[tp])[:5] for tp, offs in sent.items() if set(offs) - seen[tp]}
+        if not missing:
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"records never processed (first few per partition): {missing}")
+        await asyncio.sleep(0.2)
+
+
+async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, second, produce_between=30):
+    partitions = {TP(topic, p) for p in range(n_partitions)}
+    sent = defaultdict(list)
+    for member in first:
+        await member.start()
+    try:
+        await _wait_settled(first, partitions, 40)
+        for tp, offs in (await _produce(bootstrap, topic, n_partitions, produce_between)).items():
+            sent[tp] += offs
+        await _wait_all_seen(first, sent, 30)
+        for member in second:
+            await member.start()
+        producing = asyncio.create_task(_produce(bootstrap, topic, n_partitions, produce_between))
+        owned = await _wait_settled(first + second, partitions, 60)
+        for tp, offs in (await producing).items():
+            sent[tp] += offs
+        await _wait_all_seen(first + second, sent, 30)
+        return owned
+    finally:
+        for member in first + second:
+            await member.stop()
+
+
+def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(6)
+    listeners = [RaisingListener() for _ in range(4)]
+
+    async def scenario():
+        members = [Member(bootstrap_servers, group_id, topic, listener=lst) for lst in listeners]
+        return await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, members[:2], members[2:])
+
+    owned = asyncio.run(scenario())
+    assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
+    assert all(lst.calls > 0 for lst in listeners)
+
+
+def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(6)
+    failed: list[set] = []
+
+    async def failing_commit(assignment, offsets):
+        failed.append(set(offsets))
+        raise Errors.KafkaConnectionError("injected commit failure")
+
+    async def scenario():
+        # Auto-commit on, so revoked partitions are committed during revocation; every commit of
+        # the first two members fails, as if the coordinator had gone away.
+        first = [Member(bootstrap_servers, group_id, topic, enable_auto_commit=True, auto_commit_interval_ms=60000,
+                        commit_failure=failing_commit) for _ in range(2)]
+        second = [Member(bootstrap_servers, group_id, topic, enable_auto_commit=True) for _ in range(2)]
+        owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, first, second, produce_between=20)
+        return owned, second
+
+    owned, second = asyncio.run(scenario())
+    assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
+    assert failed, "no revocation commit was attempted"
+    # Nothing was committed for the moved partitions, so their new owners start from the beginning
+    # and process again what the first owners had processed: duplicates, not gaps.
+    assert any(offs and min(offs) == 0 for m in second for offs in m.seen.values())
