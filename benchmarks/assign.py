@@ -51,12 +51,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="seconds one call may take (aiokafka, Java) before the step is reported as skipped")
     p.add_argument("--warmup-seconds", type=float, help="Java warm-up per step (default 3, --quick 0.5)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass over kassign's assign()")
-    p.add_argument("--reuse", type=Path, metavar="JSON",
+    p.add_argument("--reuse", type=Path, metavar="JSON", action="append", default=[],
                    help="show rows of an earlier --json run for implementations not selected by --impls "
-                        "(e.g. re-time kassign only, keep Java/aiokafka/Kafka 4 numbers)")
+                        "(e.g. re-time kassign only, keep Java/aiokafka/Kafka 4 numbers); repeatable, "
+                        "a later file's measured rows replace an earlier one's")
     args = p.parse_args(argv)
-    if args.reuse is not None and not args.reuse.is_file():
-        p.error(f"--reuse: no such file {str(args.reuse)!r}")
+    for path in args.reuse:
+        if not path.is_file():
+            p.error(f"--reuse: no such file {str(path)!r}")
     if args.cases is None:
         args.cases = list(QUICK_CASES if args.quick else CASE_NAMES)
     if args.warmup_seconds is None:
@@ -106,15 +108,26 @@ def collect(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _reused_rows(paths: list[Path], impls: list[str], cases: list[str]) -> list[Row]:
+    """Rows of earlier runs for implementations not re-run now; a measured row beats a skipped one."""
+    kept: dict[tuple[str, str, str], Row] = {}
+    for path in paths:
+        for r in json.loads(path.read_text())["results"]:
+            key = (r["impl"], r["case"], r["step"])
+            if r["impl"] in impls or r["case"] not in cases:
+                continue
+            if key not in kept or "medianMs" in r or "medianMs" not in kept[key]:
+                kept[key] = r
+    return list(kept.values())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print the tables and target lines; returns the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     args = parse_args(argv)
     started = time.time()
     rows = collect(args)
-    if args.reuse:
-        earlier = json.loads(args.reuse.read_text())["results"]
-        rows += [r for r in earlier if r["impl"] not in args.impls and r["case"] in args.cases]
+    rows += _reused_rows(args.reuse, args.impls, args.cases)
     results = Results(rows)
     cases = list(ensure_case_files(args.cases, args.case_dir).values())
     print(f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "

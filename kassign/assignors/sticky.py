@@ -22,8 +22,9 @@ from kassign.assignors.rack_info import RackInfo
 from kassign.assignors.sticky_constrained import constrained_assign
 from kassign.assignors.sticky_general import general_assign
 from kassign.assignors.sticky_ownership import resolve_ownership
+from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
-from kassign.protocol import ProtocolError, decode_sticky_user_data, encode_sticky_user_data
+from kassign.protocol import ProtocolError, encode_sticky_user_data
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,12 @@ class AbstractStickyAssignor(PartitionAssignor):
         if not members:
             self.partitions_transferring_ownership = {}
             return {}
-        subscribed = {t for m in members for t in subscriptions[m].topics}
-        topics = {t: partitions_per_topic[t] for t in sorted(subscribed)
+        raw_topics = _topic_sets(subscriptions, members)
+        distinct = set(raw_topics)
+        topics = {t: partitions_per_topic[t] for t in sorted(frozenset().union(*distinct))
                   if t in partitions_per_topic and partitions_per_topic[t] > 0}
-        member_topics = [frozenset(t for t in subscriptions[m].topics if t in topics) for m in members]
+        effective = {raw: raw if raw <= topics.keys() else frozenset(t for t in raw if t in topics) for raw in distinct}
+        member_topics = [effective[raw] for raw in raw_topics]
 
         claims, generations = [], []
         for m in members:
@@ -79,8 +82,7 @@ class AbstractStickyAssignor(PartitionAssignor):
 
         # As Java: the quota path only when the subscriptions are literally equal (a topic missing from
         # the metadata still counts), so both take the same path on the same group.
-        first = frozenset(subscriptions[members[0]].topics)
-        if all(frozenset(subscriptions[m].topics) == first for m in members):
+        if len(distinct) == 1:
             log.debug("all %d members subscribe to the same topics: constrained assignment", len(members))
             lists, moving = constrained_assign(topics, ownership, racks)
         else:
@@ -90,19 +92,49 @@ class AbstractStickyAssignor(PartitionAssignor):
         return dict(zip(members, lists))
 
 
+def _topic_sets(subscriptions: Mapping[str, Subscription], members: list[str]) -> list[frozenset[str]]:
+    """Each member's subscribed topics as a set; large groups repeat a few distinct topic lists, so
+    equal lists share one set (built once)."""
+    seen: dict[tuple[str, ...], frozenset[str]] = {}
+    out = []
+    for m in members:
+        key = tuple(subscriptions[m].topics)
+        topic_set = seen.get(key)
+        if topic_set is None:
+            topic_set = seen[key] = frozenset(key)
+        out.append(topic_set)
+    return out
+
+
 class StickyAssignor(AbstractStickyAssignor):
     """Kafka's ``sticky`` assignor (eager protocol): previous partitions travel in the user data."""
 
     name = "sticky"
     supported_protocols = (RebalanceProtocol.EAGER,)
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._reader: StickyUserDataReader | None = None  # shared by the members of one assign()
+
     def member_data(self, member_id: str, subscription: Subscription) -> tuple[list[TopicPartition], int]:
         """Previous partitions and generation from the member's sticky user data (V1, or V0 without a
         generation); no user data means no previous assignment."""
         if not subscription.user_data:
             return [], DEFAULT_GENERATION
-        partitions, generation = decode_sticky_user_data(subscription.user_data)
+        partitions, generation = (self._reader or StickyUserDataReader()).read(subscription.user_data)
         return partitions, DEFAULT_GENERATION if generation is None else generation
+
+    def _assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: Mapping[TopicPartition, Collection[str]] | None,
+    ) -> dict[str, list[TopicPartition]]:
+        self._reader = StickyUserDataReader()
+        try:
+            return super()._assign(partitions_per_topic, subscriptions, partition_racks)
+        finally:
+            self._reader = None
 
     def subscription_user_data(self, topics: Iterable[str]) -> bytes | None:
         """V1 user data of this consumer's last assignment and generation; None before the first."""

@@ -21,6 +21,9 @@ which Kafka clients invoke at fixed points of the protocol:
   rejoin's start is the end of the assign callback;
 - both: ``subscribed`` starts the first rebalance; after a lost callback the member rejoins.
 
+The recorder writes the inferred boundaries into the recording as ``join``/``sync`` events
+marked ``"inferred": true`` (at the callback times above), for readers of the timeline.
+
 A rebalance whose start was not observable (a cooperative member pulled into a rebalance by a
 heartbeat) still counts in ``rebalance-total`` and the rate, but adds no latency sample. Failed
 rounds are visible only through the hooks.
@@ -113,11 +116,21 @@ class CoordinatorMetrics:
         self._closing = False
         self._sync_counted = False  # cooperative: this SyncGroup was already counted at its revoke callback
         self._rejoin_after_assign = False
+        self._derived: list[tuple[str, float]] = []
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def observe(self, event: Event) -> None:
-        """Account for one event (any kind; unknown kinds are ignored)."""
+    def observe(self, event: Event) -> list[tuple[str, float]]:
+        """Account for one event (any kind; unknown kinds are ignored).
+
+        Returns the rebalance boundaries this event implies by the inference rules, as
+        ``("join" | "sync", unix seconds)``, so a recorder can write them down; events marked
+        ``inferred`` are such boundaries themselves and are skipped (replaying a recording
+        re-infers them).
+        """
+        self._derived = []
+        if event.extra.get("inferred"):
+            return self._derived
         now_ms = event.t * 1000.0
         self._last_event_ms = now_ms if self._last_event_ms is None else max(self._last_event_ms, now_ms)
         kind = event.ev
@@ -144,6 +157,7 @@ class CoordinatorMetrics:
             self._closing = True
         elif kind in _CALLBACK_SENSOR:
             self._observe_callback(event, now_ms)
+        return self._derived
 
     def _observe_callback(self, event: Event, now_ms: float) -> None:
         duration_ms = float(event.extra.get("dur", 0.0)) * 1000.0
@@ -177,6 +191,8 @@ class CoordinatorMetrics:
         # A rebalance retried after failures keeps its first start (Java: lastRebalanceStartMs).
         if self._start_ms is None:
             self._start_ms = now_ms
+            if not self._hooks_seen:
+                self._derived.append(("join", now_ms / 1000.0))
 
     def _complete(self, now_ms: float) -> None:
         if self._start_ms is not None:
@@ -189,6 +205,8 @@ class CoordinatorMetrics:
         self._rebalance_rate.record(1.0, now_ms)
         self._last_end_ms = now_ms
         self._start_ms = None
+        if not self._hooks_seen:
+            self._derived.append(("sync", now_ms / 1000.0))
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -120,10 +120,15 @@ class RebalanceRecorder:
             extra={k: v for k, v in extra.items() if v is not None},
         )
         with self._lock:
-            self._metrics.observe(event)
+            derived = self._metrics.observe(event)
             self.events_recorded += 1
-        if self._writer is not None:
-            self._writer.submit(event.to_json(single_topic=self.single_topic))
+        writer = self._writer
+        if writer is None:
+            return
+        writer.submit(event.to_json(single_topic=self.single_topic))
+        # Inferred rebalance boundaries follow the event implying them (at its time or its callback's end).
+        for kind, at in derived:
+            writer.submit(Event(self.member, at, kind, extra={"inferred": True}).to_json())
 
     def subscribed(self, topics: Iterable[str] | None = None, *, pattern: str | None = None) -> None:
         """The consumer subscribed; one topic makes partitions bare ints in later events."""

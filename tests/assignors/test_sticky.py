@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kassign import Subscription, TopicPartition
 from kassign.assignors import StickyAssignor
-from kassign.protocol import decode_sticky_user_data, encode_sticky_user_data
+from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
+from kassign.protocol import ProtocolError, decode_sticky_user_data, encode_sticky_user_data
 from tests.assignors.sticky_checks import assert_balanced, assert_valid, moves, resolved_owners
 from tests.assignors.sticky_scenarios import scenarios
 
@@ -134,3 +136,19 @@ def test_bad_input_names_the_value(bad, message):
 def test_no_members_and_no_topics():
     assert StickyAssignor().assign({"t": 3}, {}) == {}
     assert StickyAssignor().assign({}, {"m": Subscription(["t"])}) == {"m": []}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["t", "topic-é", "x" * 40]), st.integers(-5, 2**31 - 1)), max_size=20),
+       st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)), st.binary(max_size=6), st.booleans())
+def test_fast_user_data_reader_agrees_with_the_codec(partitions, generation, tail, truncate):
+    data = encode_sticky_user_data([TP(t, p) for t, p in partitions], generation)
+    data = data[: len(data) // 2] if truncate else data + tail
+    try:
+        expected = decode_sticky_user_data(data)
+    except ProtocolError:
+        with pytest.raises(ProtocolError):
+            StickyUserDataReader().read(data)
+        return
+    got = StickyUserDataReader().read(data)
+    assert (list(got[0]), got[1]) == (list(expected[0]), expected[1])

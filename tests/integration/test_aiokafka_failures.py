@@ -157,7 +157,7 @@ def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, gro
 
     async def failing_commit(assignment, offsets):
         failed.append(set(offsets))
-        raise Errors.KafkaConnectionError("injected commit failure")
+        raise Errors.CommitFailedError("injected commit failure")  # not retriable: given up at once
 
     async def scenario():
         # Auto-commit on, so revoked partitions are committed during revocation; every commit of

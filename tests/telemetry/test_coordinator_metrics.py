@@ -158,3 +158,16 @@ def test_eager_recording_latency_is_revoke_to_assign(run_name: str) -> None:
                 start = None
         assert m["rebalance-total"] == count > 0, member
         assert m["rebalance-latency-total"] == pytest.approx(total, abs=1e-3), member  # unix ms in a float: ~0.2 µs steps
+
+
+def test_cli_prints_metrics_of_a_recording(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kassign.telemetry.cli import main
+
+    path = DATA / "kafka-java-sticky-r1" / "events.jsonl.gz"
+    assert main([str(path), "--window-ms", "3600000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    events = [e for e in read_events(path) if e.id == "m1"]
+    assert out["m1"]["rebalance-total"] == sum(e.ev == "cb_assigned" for e in _callbacks_before_closing(events, "m1"))
+    assert out["m1"]["partition-assigned-latency-avg"] is None  # this recording has no callback durations

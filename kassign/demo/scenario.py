@@ -1,0 +1,165 @@
+"""One demo run: a group on a fresh topic under a steady keyed stream, scaled ``base -> peak ->
+base`` and then rolled (each of ``restarts`` members closed and started again, one at a time).
+
+Each step waits (with a deadline) until the group has settled, then holds the steady state for a
+moment so the timeline shows it. The run ends by stopping the producer and waiting until every
+acknowledged record was processed, so "records lost" is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from kassign.demo.group import ConsumerFactory, DemoGroup, GroupTiming, KeyedStream, RecordLedger, create_topic
+from kassign.demo.view import LiveView
+from kassign.events import Event
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DemoPlan", "FULL_PLAN", "QUICK_PLAN", "RunResult", "run_protocol"]
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """The shape of a run: topic size, group sizes, how many members the rolling restart bounces,
+    how long each steady state is held, the producer's rate and the per-step settle deadline."""
+
+    partitions: int = 12
+    base: int = 3
+    peak: int = 6
+    restarts: int = 3
+    hold_s: float = 3.0
+    rate: float = 300.0
+    settle_timeout_s: float = 45.0
+    drain_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.base < self.peak:
+            raise ValueError(f"need 0 < base < peak members, got base={self.base} peak={self.peak}")
+        if not 0 <= self.restarts <= self.base:
+            raise ValueError(f"restarts must be between 0 and base={self.base}, got {self.restarts}")
+        if self.partitions < self.peak:
+            raise ValueError(f"need at least peak={self.peak} partitions, got {self.partitions}")
+
+
+FULL_PLAN = DemoPlan()
+QUICK_PLAN = DemoPlan(partitions=6, base=2, peak=4, restarts=1, hold_s=1.0, rate=200.0, settle_timeout_s=30.0)
+
+
+@dataclass
+class RunResult:
+    """What one run recorded: its timeline, the marks ``name -> time`` of each step, the phases
+    ``name -> (start, end)`` the metrics are computed over, and the record counts."""
+
+    label: str
+    title: str
+    group_id: str
+    topic: str
+    events: list[Event]
+    marks: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, tuple[float, float]] = field(default_factory=dict)
+    produced: int = 0
+    lost: int = 0
+    duplicates: int = 0
+    duration_s: float = 0.0
+
+
+def _phases(marks: dict[str, float], end: float) -> dict[str, tuple[float, float]]:
+    # Each step runs from its mark to the next one; the last ends when draining starts, so the
+    # members' final shutdown never counts as a rebalance.
+    ordered = sorted(marks.items(), key=lambda item: item[1])
+    return {name: (t, ordered[i + 1][1] if i + 1 < len(ordered) else end) for i, (name, t) in enumerate(ordered)}
+
+
+async def run_protocol(
+    bootstrap: str,
+    label: str,
+    title: str,
+    consumer_factory: ConsumerFactory,
+    plan: DemoPlan,
+    timing: GroupTiming,
+    out: TextIO,
+    *,
+    tty: bool,
+) -> RunResult:
+    """Run the plan with members built by ``consumer_factory`` on a fresh topic and group."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, group_id = f"kassign-demo-{label}-{suffix}", f"kassign-demo-{label}-{suffix}"
+    await create_topic(bootstrap, topic, plan.partitions)
+    ledger = RecordLedger()
+    group = DemoGroup(bootstrap, group_id, topic, plan.partitions, consumer_factory, protocol_name=label,
+                      timing=timing, ledger=ledger)
+    stream = KeyedStream(bootstrap, topic, ledger, rate=plan.rate)
+    view = LiveView(title, group, stream, out, tty=tty)
+    marks: dict[str, float] = {}
+    started = time.monotonic()
+
+    async def step(name: str, *, mark: bool = True) -> None:
+        view.step = name
+        if mark:
+            marks[name] = time.time()
+        view.draw(force=True)
+
+    async def settle_and_hold() -> None:
+        await group.wait_settled(plan.settle_timeout_s)
+        view.draw(force=True)
+        await asyncio.sleep(plan.hold_s)
+
+    names = [f"m{i}" for i in range(1, plan.peak + 1)]
+    view_task = asyncio.create_task(view.run(), name="live-view")
+    try:
+        stream.start()
+        await step(f"start {plan.base} members")
+        for name in names[: plan.base]:
+            group.start_member(name)
+        await settle_and_hold()
+
+        await step(f"scale out {plan.base}\u2192{plan.peak}")
+        for name in names[plan.base:]:
+            group.start_member(name)
+        await settle_and_hold()
+
+        await step(f"scale in {plan.peak}\u2192{plan.base}")
+        await group.stop_members(names[plan.base:])
+        await settle_and_hold()
+
+        for name in names[: plan.restarts]:
+            await step(f"restart {name}")
+            await group.stop_members([name])
+            group.start_member(name)
+            await settle_and_hold()
+
+        drain_start = time.time()
+        await step("draining", mark=False)
+        await stream.stop()
+        deadline = time.monotonic() + plan.drain_timeout_s
+        while ledger.lost() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await step("closing members", mark=False)
+        await group.close()
+    finally:
+        view_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await view_task
+        await stream.stop()
+        await group.close()
+    view.draw(force=True)
+    return RunResult(
+        label=label,
+        title=title,
+        group_id=group_id,
+        topic=topic,
+        events=sorted(group.timeline.events, key=lambda e: e.t),
+        marks=marks,
+        phases=_phases(marks, drain_start),
+        produced=ledger.produced_count,
+        lost=ledger.lost(),
+        duplicates=ledger.duplicates(),
+        duration_s=time.monotonic() - started,
+    )

@@ -1,0 +1,87 @@
+"""The demo's summary: rebalance metrics (:mod:`kassign.metrics`) of each run's steps, grouped as
+scale-out, scale-in and rolling restart, with the records lost and processed twice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kassign.demo.scenario import RunResult
+from kassign.metrics import PhaseMetrics, timeline_metrics
+
+__all__ = ["StepSummary", "summarize", "format_table", "summary_json"]
+
+
+@dataclass
+class StepSummary:
+    """The metrics of one kind of step in one run, summed over its occurrences."""
+
+    run: str
+    step: str
+    unowned_ps: float
+    moved: int
+    rounds: int
+    settle_s: float
+
+
+def _kind(phase: str) -> str | None:
+    for prefix, kind in (("scale out", "scale out"), ("scale in", "scale in"), ("restart", "rolling restart")):
+        if phase.startswith(prefix):
+            return kind
+    return None  # the initial start-up is not a rebalance the protocols differ on
+
+
+def summarize(result: RunResult) -> tuple[list[StepSummary], dict[str, PhaseMetrics]]:
+    """Per-kind step summaries (in plan order, then a total) and the metrics of every phase."""
+    per_phase = timeline_metrics(result.events, result.phases)
+    rows: dict[str, StepSummary] = {}
+    for name, m in per_phase.items():
+        kind = _kind(name)
+        if kind is None:
+            continue
+        row = rows.setdefault(kind, StepSummary(result.label, kind, 0.0, 0, 0, 0.0))
+        row.unowned_ps += m.unowned_ps
+        row.moved += m.moved
+        row.rounds += m.rounds
+        row.settle_s += m.settle_s
+    total = StepSummary(result.label, "total", sum(r.unowned_ps for r in rows.values()),
+                        sum(r.moved for r in rows.values()), sum(r.rounds for r in rows.values()),
+                        sum(r.settle_s for r in rows.values()))
+    return [*rows.values(), total], per_phase
+
+
+def format_table(results: Sequence[RunResult]) -> str:
+    """A plain-text table: one block per run, one row per kind of step, then the record counts."""
+    header = f"{'run':<22} {'step':<16} {'partition-s unowned':>19} {'moved':>6} {'rounds':>6} {'settle s':>8}"
+    lines = [header, "-" * len(header)]
+    for result in results:
+        rows, _ = summarize(result)
+        for i, row in enumerate(rows):
+            label = result.title if i == 0 else ""
+            lines.append(f"{label:<22} {row.step:<16} {row.unowned_ps:19.1f} {row.moved:6d} {row.rounds:6d} "
+                         f"{row.settle_s:8.1f}")
+        lines.append(f"{'':<22} records: {result.produced} produced, {result.lost} lost, "
+                     f"{result.duplicates} processed twice")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
+    """Everything the table shows plus every phase's full metrics, JSON-ready."""
+    out: dict[str, Any] = {}
+    for result in results:
+        rows, per_phase = summarize(result)
+        out[result.label] = {
+            "title": result.title,
+            "group_id": result.group_id,
+            "topic": result.topic,
+            "duration_s": round(result.duration_s, 3),
+            "records": {"produced": result.produced, "lost": result.lost, "duplicates": result.duplicates},
+            "marks": result.marks,
+            "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "rounds": r.rounds,
+                               "settle_s": round(r.settle_s, 3)} for r in rows},
+            "phases": {name: {"start": a, "end": b, **per_phase[name].as_dict()}
+                       for name, (a, b) in result.phases.items()},
+        }
+    return out
