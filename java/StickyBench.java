@@ -226,7 +226,8 @@ public class StickyBench {
     /**
      * One probe call (time-boxed) sizes the run, as the kafka4-uniform tool does: probe < 0.5 s:
      * >= 5 warm-up calls and >= warmupSeconds of warm-up, 9 timed; < 5 s: 2 warm-up, 5 timed;
-     * < 60 s: 1 warm-up, 3 timed; else the probe is the only sample. System.gc() before each timed call.
+     * < 10 s: 1 warm-up, 3 timed; else (already seconds of JIT-compiled work) the probe is the only
+     * sample, to keep the general path's multi-minute cases affordable. System.gc() before each timed call.
      */
     static Timing measure(Supplier<Map<String, List<TopicPartition>>> call, double warmupSeconds, double timebox)
             throws TimeoutException, InterruptedException, ExecutionException {
@@ -249,7 +250,7 @@ public class StickyBench {
         double warmS = 0;
         if (probeS < 0.5) { warm = 5; warmS = warmupSeconds; reps = 9; }
         else if (probeS < 5) { warm = 2; reps = 5; }
-        else if (probeS < 60) { warm = 1; reps = 3; }
+        else if (probeS < 10) { warm = 1; reps = 3; }
         else {
             t.samplesMs = new double[]{probeS * 1e3};
             return t;

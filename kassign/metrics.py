@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Events that say nothing about the group's state and never open or settle a phase.
-NOISE_EVENTS = frozenset({"progress", "commit_err"})
+NOISE_EVENTS = frozenset({"progress", "processed", "commit_err"})
 #: Lifecycle events after which a member neither owns nor counts for balance.
 GONE_EVENTS = frozenset({"closing", "closed", "exit", "crash"})
 #: Assign callbacks further apart than this (seconds) belong to different rounds, when a

@@ -17,10 +17,11 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import chain, compress
 from operator import itemgetter
 
 from kassign.assignors.rack_info import RackInfo
-from kassign.assignors.sticky_constrained import unowned_partitions
+from kassign.assignors.sticky_constrained import topic_partitions, unowned_partitions
 from kassign.assignors.sticky_ownership import Ownership
 from kassign.model import TopicPartition
 
@@ -49,10 +50,16 @@ class _GeneralAssignment:
         self.member_topics = member_topics
         self.ownership = ownership
         self.racks = racks
-        self.subscribers: dict[str, list[int]] = {t: [] for t in topics}
+        # Members with the same subscription share one set object: gather them once per distinct set.
+        groups: dict[frozenset[str], list[int]] = {}
         for i, subscribed in enumerate(member_topics):
+            groups.setdefault(subscribed, []).append(i)
+        by_topic: dict[str, list[list[int]]] = {t: [] for t in topics}
+        for subscribed, members in groups.items():
             for t in subscribed:
-                self.subscribers[t].append(i)
+                by_topic[t].append(members)
+        self.subscribers: dict[str, list[int]] = {
+            t: (lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))) for t, lists in by_topic.items()}
         # Java's order for handing out partitions: topics with fewer potential members first.
         self.topic_order = sorted(topics, key=lambda t: (len(self.subscribers[t]), t))
         self.kept: list[list[TopicPartition]] = []
@@ -60,16 +67,58 @@ class _GeneralAssignment:
         # topic -> member -> partitions of the topic handed out from the pool / kept from owned
         self.added: dict[str, dict[int, int]] = {t: {} for t in topics}
         self.given_up: dict[int, dict[str, int]] = {}
+        # runs of whole topics dealt round-robin to equally loaded subscribers: (subscribers, topics)
+        self.deals: list[tuple[list[int], list[str]]] = []
 
     def build(self) -> tuple[list[list[TopicPartition]], dict[TopicPartition, int]]:
         self._keep_owned()
-        for t in self.topic_order:
-            free = self.ownership.marks[t].count(0)
-            if free and self.subscribers[t]:
+        topics, marks, order, count = self.topics, self.ownership.marks, self.topic_order, self.count
+        # Dealing whole unowned topics to equally loaded subscribers needs no per-member bookkeeping
+        # (a fresh group); anything owned, claimed or rack-aware goes through _pour.
+        can_deal = not self.racks.enabled and not self.ownership.claimers
+        k = 0
+        while k < len(order):
+            t, subs = order[k], self.subscribers[order[k]]
+            free = marks[t].count(0)
+            k += 1
+            if not subs or not free:
+                continue
+            if can_deal and free == topics[t] and len(set(map(count.__getitem__, subs))) == 1:
+                run = [t]
+                while k < len(order) and self.subscribers[order[k]] == subs and \
+                        marks[order[k]].count(0) == topics[order[k]]:
+                    run.append(order[k])
+                    k += 1
+                self._deal(subs, run)
+            else:
                 self._pour(t, free)
-        if max(self.count, default=0) - min(self.count, default=0) >= 2:
+        if max(count, default=0) - min(count, default=0) >= 2:
+            self._expand_deals()
             self._balance()
         return self._materialize()
+
+    def _deal(self, subs: list[int], run: list[str]) -> None:
+        """Deal the partitions of ``run`` (whole, unowned topics) round-robin to equally loaded ``subs``:
+        what one-partition-at-a-time to the least loaded (lowest index first) does."""
+        each, extra = divmod(sum(self.topics[t] for t in run), len(subs))
+        count = self.count
+        for pos, i in enumerate(subs):
+            count[i] += each + (1 if pos < extra else 0)
+        self.deals.append((subs, run))
+
+    def _expand_deals(self) -> None:
+        """Turn dealt runs into per-(topic, member) counts, for balancing."""
+        for subs, run in self.deals:
+            n_subs, offset = len(subs), 0
+            for t in run:
+                n = self.topics[t]
+                added = self.added[t]
+                for pos, i in enumerate(subs):
+                    first = offset + (pos - offset) % n_subs  # first index >= offset dealt to pos
+                    if first < offset + n:
+                        added[i] = added.get(i, 0) + (offset + n - 1 - first) // n_subs + 1
+                offset += n
+        self.deals = []
 
     def _keep_owned(self) -> None:
         racks, release = self.racks, self.ownership.release
@@ -85,28 +134,42 @@ class _GeneralAssignment:
             self.count.append(len(mine))
 
     def _pour(self, topic: str, units: int) -> None:
-        """Give ``units`` partitions of ``topic`` to its least loaded subscribers, ties to lower member index."""
-        count = self.count
-        order = sorted(zip(map(count.__getitem__, self.subscribers[topic]), self.subscribers[topic]))
-        level, j, left = order[0][0], 0, units
-        while j + 1 < len(order) and left >= (order[j + 1][0] - level) * (j + 1):
-            left -= (order[j + 1][0] - level) * (j + 1)
-            level = order[j + 1][0]
-            j += 1
-        each, extra = divmod(left, j + 1)
+        """Give ``units`` partitions of ``topic`` to its least loaded subscribers (water-filling), the
+        remainder to the lowest member indices: the counts Java's one-at-a-time loop reaches."""
+        count, subs = self.count, self.subscribers[topic]
+        before = list(map(count.__getitem__, subs))
+        levels = sorted(Counter(before).items())
+        level, below, left = levels[0][0], 0, units
+        for c, n in levels:
+            if c > level:
+                cost = below * (c - level)
+                if cost > left:
+                    break
+                left -= cost
+                level = c
+            below += n
+        each, extra = divmod(left, below)
+        target = level + each
+        shares = [target - c if c <= level else 0 for c in before]
+        if extra:
+            for pos, c in enumerate(before):
+                if c <= level:
+                    shares[pos] += 1
+                    extra -= 1
+                    if not extra:
+                        break
         added = self.added[topic]
-        for rank, (before, i) in enumerate(sorted(order[: j + 1], key=itemgetter(1))):
-            k = level + each + (1 if rank < extra else 0) - before
-            if k:
-                added[i] = added.get(i, 0) + k
-                count[i] += k
+        for i, k in zip(compress(subs, shares), compress(shares, shares)):
+            added[i] = added.get(i, 0) + k
+            count[i] += k
 
     # -- balancing -------------------------------------------------------------------------------
 
     def _balance(self) -> None:
         """Fill from the bottom: the least loaded member takes one partition from the most loaded member
-        holding a topic it subscribes to, while they differ by two or more; repeat until none can."""
-        count, subscribers, member_topics = self.count, self.subscribers, self.member_topics
+        holding a topic it subscribes to, while they differ by two or more; newly handed out partitions
+        move first, owned ones only when that is not enough."""
+        count, member_topics = self.count, self.member_topics
         n_members = len(count)
         added_by: list[dict[str, int]] = [{} for _ in range(n_members)]
         for t, per_member in self.added.items():
@@ -114,70 +177,74 @@ class _GeneralAssignment:
                 if k:
                     added_by[i][t] = k
         kept_by = [Counter(map(_topic_of, mine)) for mine in self.kept]
-        shared = [[t for t in sorted(member_topics[i]) if len(subscribers[t]) > 1] for i in range(n_members)]
-
-        for owned_too in (False, True):  # first move only newly handed out partitions
-            def movable(i: int, t: str) -> int:
-                return added_by[i].get(t, 0) + (kept_by[i].get(t, 0) if owned_too else 0)
-
-            donors: dict[str, list[tuple[int, int]]] = {}
-            for i in range(n_members):
-                for t in (set(added_by[i]) | set(kept_by[i]) if owned_too else added_by[i]):
-                    if movable(i, t):
-                        donors.setdefault(t, []).append((-count[i], i))
-            for heap in donors.values():
-                heapq.heapify(heap)
-
-            def top_donor(t: str) -> tuple[int, int] | None:
-                heap = donors.get(t)
-                while heap:
-                    c, d = heap[0]
-                    if -c == count[d] and movable(d, t):
-                        return count[d], d
-                    heapq.heappop(heap)
-                return None
-
-            moved_in_round = True
-            while moved_in_round:
-                moved_in_round = False
-                takers = [(count[i], i) for i in range(n_members) if shared[i]]
-                heapq.heapify(takers)
-                while takers:
-                    c_low, lo = heapq.heappop(takers)
-                    if c_low != count[lo]:
-                        continue
-                    best: tuple[int, int, str] | None = None
-                    for t in shared[lo]:
-                        top = top_donor(t)
-                        if top is not None and (best is None or top[0] > best[0]):
-                            best = (top[0], top[1], t)
-                    if best is None or best[0] - c_low < 2:
-                        continue  # nothing can come to this member now
-                    _, d, t = best
-                    if added_by[d].get(t):
-                        added_by[d][t] -= 1
-                    else:
-                        kept_by[d][t] -= 1
-                        lost = self.given_up.setdefault(d, {})
-                        lost[t] = lost.get(t, 0) + 1
-                    added_by[lo][t] = added_by[lo].get(t, 0) + 1
-                    count[d] -= 1
-                    count[lo] += 1
-                    moved_in_round = True
-                    heapq.heappush(takers, (count[lo], lo))
-                    heapq.heappush(takers, (count[d], d))
-                    for i in (d, lo):
-                        for held in ((added_by[i], kept_by[i]) if owned_too else (added_by[i],)):
-                            for t2, k in held.items():
-                                if k:
-                                    donors.setdefault(t2, [])
-                                    heapq.heappush(donors[t2], (-count[i], i))
+        for owned_too in (False, True):
+            holdings = [(added_by[i], kept_by[i]) if owned_too else (added_by[i],) for i in range(n_members)]
+            while self._balance_round(holdings, added_by, kept_by, member_topics):
+                pass
         self._augment(added_by, kept_by)
         self.added = {t: {} for t in self.topics}
         for i, holding in enumerate(added_by):
             for t, k in holding.items():
                 if k:
                     self.added[t][i] = k
+
+    def _balance_round(self, holdings: list[tuple[dict[str, int], ...]], added_by: list[dict[str, int]],
+                       kept_by: list[Counter[str]], member_topics: Sequence[frozenset[str]]) -> bool:
+        """One pass over the members from the least loaded up; True if anything moved."""
+        count = self.count
+        subscribers = self.subscribers
+
+        def gives(d: int, lo_topics: frozenset[str]) -> str | None:
+            for held in holdings[d]:
+                for t, k in held.items():
+                    if k and t in lo_topics and len(subscribers[t]) > 1:
+                        return t
+            return None
+
+        donors = [(-count[i], i) for i in range(len(count)) if any(any(h.values()) for h in holdings[i])]
+        takers = [(count[i], i) for i in range(len(count)) if member_topics[i]]
+        heapq.heapify(donors)
+        heapq.heapify(takers)
+        moved = False
+        while takers and donors:
+            c_low, lo = heapq.heappop(takers)
+            if c_low != count[lo]:
+                continue
+            lo_topics = member_topics[lo]
+            examined, found = [], None
+            while donors:
+                c, d = heapq.heappop(donors)
+                if -c != count[d]:
+                    continue
+                examined.append((c, d))
+                if -c < c_low + 2:
+                    break
+                topic = gives(d, lo_topics)
+                if topic is not None:
+                    found = (d, topic)
+                    break
+            for entry in examined:
+                heapq.heappush(donors, entry)
+            if not examined or -examined[0][0] < c_low + 2:
+                break  # nobody has two more than the least loaded member left: balanced
+            if found is None:
+                continue
+            d, t = found
+            if added_by[d].get(t):
+                added_by[d][t] -= 1
+            else:
+                kept_by[d][t] -= 1
+                lost = self.given_up.setdefault(d, {})
+                lost[t] = lost.get(t, 0) + 1
+            added_by[lo][t] = added_by[lo].get(t, 0) + 1
+            count[d] -= 1
+            count[lo] += 1
+            moved = True
+            heapq.heappush(takers, (count[lo], lo))
+            heapq.heappush(takers, (count[d], d))
+            heapq.heappush(donors, (-count[lo], lo))
+            heapq.heappush(donors, (-count[d], d))
+        return moved
 
     def _augment(self, added_by: list[dict[str, int]], kept_by: list[Counter[str]]) -> None:
         """Chains: member A may be two or more below member Z with no topic in common, yet reach it
@@ -268,6 +335,10 @@ class _GeneralAssignment:
             self.kept[i] = [tp for tp in mine if tp not in gone]
 
         result = self.kept
+        for subs, run in self.deals:
+            dealt = list(chain.from_iterable(topic_partitions(t, range(self.topics[t])) for t in run))
+            for pos, i in enumerate(subs):
+                result[i].extend(dealt[pos::len(subs)])
         transferring: dict[TopicPartition, int] = {}
         racks = self.racks
         for t, n in self.topics.items():

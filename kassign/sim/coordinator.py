@@ -16,7 +16,6 @@ Coordinators talk to members only through the event loop, one network latency ea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,10 +70,10 @@ class _Member:
 
 
 class Coordinator:
-    """What both broker models share: membership, session expiry, the reply plumbing."""
+    """What both broker models share: the group's generation, leader, members and assignment,
+    and replies that travel back one network latency."""
 
-    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float,
-                 on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float) -> None:
         self.loop = loop
         self.network_s = network_s
         self.session_s = session_s
@@ -85,9 +84,11 @@ class Coordinator:
         self.assignment: dict[str, Assignment] = {}
         self.assignment_generation = -1
         self._static: dict[str, str] = {}  # group.instance.id -> member id
-        self._on_change = on_change
 
-    # -- replies -------------------------------------------------------------------------------
+    def settled(self) -> bool:
+        """Whether no rebalance is in flight on the broker side."""
+        raise NotImplementedError
+
     def _reply_join(self, member: SimMember, response: JoinResponse) -> None:
         self.loop.after(self.network_s, member.on_join_response, response)
 
@@ -97,78 +98,25 @@ class Coordinator:
     def _reply_heartbeat(self, member: SimMember, error: str | None) -> None:
         self.loop.after(self.network_s, member.on_heartbeat_response, error, background=error is None)
 
-    # -- membership ----------------------------------------------------------------------------
-    def _touch(self, state: _Member) -> None:
-        """A request from the member: its session starts over."""
-        state.last_seen = self.loop.now
-        if state.expiry is None:
-            state.expiry = self.loop.after(self.session_s, self._check_session, state.member.id, background=True)
-
-    def _check_session(self, member_id: str) -> None:
-        state = self.members.get(member_id)
-        if state is None:
-            return
-        state.expiry = None
-        if state.awaiting_join or state.awaiting_sync:
-            # Kafka keeps members parked in a join or sync alive until the rebalance timeout.
-            state.expiry = self.loop.after(self.session_s, self._check_session, member_id, background=True)
-            return
-        deadline = state.last_seen + self.session_s
-        if self.loop.now + 1e-9 < deadline:
-            state.expiry = self.loop.at(deadline, self._check_session, member_id, background=True)
-            return
-        log.debug("t=%.3f session of %s expired", self.loop.now, member_id)
-        self._remove(member_id)
-
-    def _remove(self, member_id: str) -> None:
-        state = self.members.pop(member_id, None)
-        if state is None:
-            return
-        self.loop.cancel(state.expiry)
-        instance = state.subscription.group_instance_id if state.subscription is not None else None
-        if instance is not None and self._static.get(instance) == member_id:
-            del self._static[instance]
-        if self.leader == member_id:
-            self.leader = None
-        self._membership_changed()
-
-    def _membership_changed(self) -> None:
-        raise NotImplementedError
-
-    def _first_member(self) -> str | None:
-        return next(iter(self.members), None)
-
-    # -- requests every model answers the same way ----------------------------------------------
-    def leave(self, member: SimMember) -> None:
-        """LeaveGroup: the member goes at once (no session timeout)."""
-        self._remove(member.id)
-
-    def known(self, member_id: str) -> bool:
-        """Whether ``member_id`` is in the group."""
-        return member_id in self.members
-
-    def settled(self) -> bool:
-        """Whether no rebalance is in flight on the broker side."""
-        raise NotImplementedError
-
     def _granted(self, member_id: str) -> SyncResponse:
         assignment = self.assignment.get(member_id, _NOTHING)
         return SyncResponse(generation=self.generation, partitions=tuple(assignment.partitions), user_data=assignment.user_data)
 
-    def _notify(self) -> None:
-        if self._on_change is not None:
-            self._on_change()
+    def _subscriptions_for(self, member_id: str) -> dict[str, Subscription] | None:
+        """Every member's subscription for the leader's JoinGroup response, None for the others."""
+        if member_id != self.leader:
+            return None
+        return {m: s.subscription for m, s in self.members.items() if s.subscription is not None}
 
 
 class KafkaCoordinator(Coordinator):
     """Apache Kafka's classic group coordinator (see the module docstring)."""
 
     def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float,
-                 initial_delay_s: float = 0.0, on_change: Callable[[], None] | None = None) -> None:
-        super().__init__(loop, network_s=network_s, session_s=session_s, rebalance_s=rebalance_s, on_change=on_change)
+                 initial_delay_s: float = 0.0) -> None:
+        super().__init__(loop, network_s=network_s, session_s=session_s, rebalance_s=rebalance_s)
         self.state = "Empty"
         self.initial_delay_s = initial_delay_s
-        self._pending_ids: set[str] = set()  # KIP-394: told their id, not yet rejoined with it
         self._rebalance_timer: Timer | None = None
         self._initial_timer: Timer | None = None
         self._initial_deadline = 0.0
@@ -184,11 +132,9 @@ class KafkaCoordinator(Coordinator):
             self._static_rejoin(member, subscription)
             return
         if mid not in self.members:
-            if not known_id and instance is None:
-                self._pending_ids.add(mid)
+            if not known_id and instance is None:  # KIP-394: come back with the id we hand out
                 self._reply_join(member, JoinResponse(error=MEMBER_ID_REQUIRED))
                 return
-            self._pending_ids.discard(mid)
             self._add(member, subscription)
             return
         state = self.members[mid]
@@ -293,16 +239,50 @@ class KafkaCoordinator(Coordinator):
         if self.state != "PreparingRebalance":
             self.state = "PreparingRebalance"
             self._arm_rebalance_timeout()
-            self._notify()
         self._try_complete_join()
 
-    def _membership_changed(self) -> None:
+    # -- sessions and departures ---------------------------------------------------------------
+    def _touch(self, state: _Member) -> None:
+        """A request from the member: its session starts over."""
+        state.last_seen = self.loop.now
+        if state.expiry is None:
+            state.expiry = self.loop.after(self.session_s, self._check_session, state.member.id, background=True)
+
+    def _check_session(self, member_id: str) -> None:
+        state = self.members.get(member_id)
+        if state is None:
+            return
+        state.expiry = None
+        if state.awaiting_join or state.awaiting_sync:
+            # Kafka keeps members parked in a join or sync alive until the rebalance timeout.
+            state.expiry = self.loop.after(self.session_s, self._check_session, member_id, background=True)
+            return
+        deadline = state.last_seen + self.session_s
+        if self.loop.now + 1e-9 < deadline:
+            state.expiry = self.loop.at(deadline, self._check_session, member_id, background=True)
+            return
+        log.debug("t=%.3f session of %s expired", self.loop.now, member_id)
+        self._remove(member_id)
+
+    def leave(self, member: SimMember) -> None:
+        """LeaveGroup: the member goes at once (no session timeout)."""
+        self._remove(member.id)
+
+    def _remove(self, member_id: str) -> None:
+        state = self.members.pop(member_id, None)
+        if state is None:
+            return
+        self.loop.cancel(state.expiry)
+        instance = state.subscription.group_instance_id if state.subscription is not None else None
+        if instance is not None and self._static.get(instance) == member_id:
+            del self._static[instance]
+        if self.leader == member_id:
+            self.leader = None
         if not self.members:
             self.loop.cancel(self._rebalance_timer)
             self.state = "Empty"
             self.generation += 1
-            return
-        if self.state in ("Stable", "CompletingRebalance"):
+        elif self.state in ("Stable", "CompletingRebalance"):
             self._prepare_rebalance()
         else:
             self._try_complete_join()
@@ -321,20 +301,16 @@ class KafkaCoordinator(Coordinator):
             self.state = "Empty"
             return
         if self.leader not in self.members:
-            self.leader = self._first_member()
+            self.leader = next(iter(self.members))
         self.state = "CompletingRebalance"
         self.assignment = {}
         for mid, state in self.members.items():
             state.awaiting_join = False
             self._touch(state)
             self._reply_join(state.member, self._join_result(mid))
-        self._notify()
 
     def _join_result(self, mid: str) -> JoinResponse:
-        members = None
-        if mid == self.leader:
-            members = {m: s.subscription for m, s in self.members.items() if s.subscription is not None}
-        return JoinResponse(generation=self.generation, leader=self.leader, members=members)
+        return JoinResponse(generation=self.generation, leader=self.leader, members=self._subscriptions_for(mid))
 
     def sync(self, member: SimMember, generation: int, assignment: dict[str, Assignment] | None) -> None:
         """SyncGroup from ``member``; the leader's carries everyone's assignment."""
@@ -357,7 +333,6 @@ class KafkaCoordinator(Coordinator):
                     if s.awaiting_sync:
                         s.awaiting_sync = False
                         self._reply_sync(s.member, self._granted(mid))
-                self._notify()
         else:
             self._reply_sync(member, self._granted(member.id))
 
@@ -392,24 +367,19 @@ class TansuCoordinator(Coordinator):
     POLL_S = 1.0  # Tansu sleeps a second between re-evaluations of a held request
     STATIC_PAUSE_S = 3.0
 
-    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float,
-                 on_change: Callable[[], None] | None = None) -> None:
-        super().__init__(loop, network_s=network_s, session_s=session_s, rebalance_s=rebalance_s, on_change=on_change)
+    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float) -> None:
+        super().__init__(loop, network_s=network_s, session_s=session_s, rebalance_s=rebalance_s)
         self.forming = True
         self._in_flight = 0  # held joins and syncs
 
     def settled(self) -> bool:
         return not self.forming and self._in_flight == 0
 
-    def _membership_changed(self) -> None:
-        self._reform()
-
     def _reform(self) -> None:
         """A new generation, Forming until its leader hands in an assignment."""
         self.generation += 1
         self.forming = True
         self.assignment = {}
-        self._notify()
 
     def _evict(self, member: SimMember, static: bool) -> None:
         """Tansu's ``missed_heartbeat``: refresh the caller, evict whoever was silent too long."""
@@ -474,10 +444,7 @@ class TansuCoordinator(Coordinator):
                     self._reform()
         if self.forming and self.leader is None:
             self.leader = mid
-        members = None
-        if mid == self.leader:
-            members = {m: s.subscription for m, s in self.members.items() if s.subscription is not None}
-        return JoinResponse(generation=self.generation, leader=self.leader, members=members)
+        return JoinResponse(generation=self.generation, leader=self.leader, members=self._subscriptions_for(mid))
 
     def _rename(self, old: str, member: SimMember) -> None:
         """A restarted static member takes over its previous member id's entry."""
@@ -505,7 +472,6 @@ class TansuCoordinator(Coordinator):
                 self.assignment = dict(assignment)
                 self.assignment_generation = self.generation
                 self.forming = False
-                self._notify()
             assigned = not self.forming and mid in self.assignment
         elapsed = self.loop.now - started
         if assigned:

@@ -11,7 +11,6 @@ learns of a rebalance only from its next heartbeat (the heartbeat timer restarts
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SimMember", "GroupContext", "SimulationError"]
 
-log = logging.getLogger(__name__)
 
 FENCED = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"})
 

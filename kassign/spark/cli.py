@@ -14,14 +14,12 @@ must then be readable by the executors (a shared filesystem).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["sweep_main", "analyze_main"]
 
-log = logging.getLogger(__name__)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -140,6 +140,7 @@ def _run(spark: SparkSession, items: Sequence[Any], work: Callable[[Any], tuple[
     results.unpersist()
     wall = time.perf_counter() - started
     task_s = sum(r["sim_ms"] for r in phase_rows if r["phase"] == "initial") / 1000
+    log.info("%s of %d items: %.1f s wall, %.1f s inside the tasks' simulations", label, len(items), wall, task_s)
     return SweepOutput(phases, phase_rows, aggregates, len(items), wall, task_s)
 
 
