@@ -74,7 +74,7 @@ def load_scenario(path: str | Path) -> tuple[str, dict[str, int], dict[str, Subs
 
 
 def run_scenario(path: str | Path) -> dict:
-    """Assign a scenario file; returns assignment, counts, movement and partitions held back."""
+    """Assign a scenario file; returns assignment, counts, movement and partitions changing owner."""
     name, partitions_per_topic, subscriptions, partition_racks = load_scenario(path)
     assignor = ASSIGNORS[name]()
     result = assignor.assign(partitions_per_topic, subscriptions, partition_racks=partition_racks)
@@ -84,12 +84,15 @@ def run_scenario(path: str | Path) -> dict:
     moving = assignor.partitions_transferring_ownership or {}
     return {
         "assignor": name,
-        "assignment": {m: [f"{tp.topic}:{tp.partition}" for tp in sorted(parts)] for m, parts in sorted(result.items())},
+        "assignment": {m: [f"{tp.topic}:{tp.partition}" for tp in sorted(parts)]
+                       for m, parts in sorted(result.items())},
         "counts": counts,
         "spread": (max(counts.values()) - min(counts.values())) if counts else 0,
         "kept": sum(1 for tp, m in owned.items() if now.get(tp) == m),
         "moved_or_revoked": sum(1 for tp, m in owned.items() if m in result and now.get(tp) != m),
-        "held_back": {f"{tp.topic}:{tp.partition}": m for tp, m in sorted(moving.items())},
+        "changing_owner": {f"{tp.topic}:{tp.partition}": m for tp, m in sorted(moving.items())},
+        # cooperative-sticky leaves these out until their owner has revoked them (next rebalance)
+        "held_back": name == "cooperative-sticky",
     }
 
 
@@ -112,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {member} ({len(parts)}): {', '.join(parts) or '-'}")
     print(f"balance: counts {sorted(report['counts'].values())}, max - min = {report['spread']}")
     print(f"movement: {report['kept']} owned partitions kept, {report['moved_or_revoked']} moved or revoked")
-    if report["held_back"]:
-        print(f"held back until revoked ({len(report['held_back'])}): "
-              + ", ".join(f"{tp} -> {m}" for tp, m in report["held_back"].items()))
+    if report["changing_owner"]:
+        label = "held back until revoked" if report["held_back"] else "changing owner"
+        print(f"{label} ({len(report['changing_owner'])}): "
+              + ", ".join(f"{tp} -> {m}" for tp, m in report["changing_owner"].items()))
     return 0

@@ -87,14 +87,15 @@ def _draw_panel(ax, panel: TimelinePanel, colours: Mapping[str, str]) -> None:
     for name, t in sorted(panel.marks.items(), key=lambda item: item[1]):
         x = t - t0
         ax.axvline(x, color="black", linewidth=1.0)
-        ax.text(x, len(partitions) - 0.3, f" {name}", rotation=90, va="bottom", ha="center", fontsize=7)
+        # Labels sit just above the plot area, in axes coordinates vertically, so they never hide bars.
+        ax.text(x, 1.01, name, transform=ax.get_xaxis_transform(), rotation=30, va="bottom", ha="left", fontsize=7)
     ax.set_yticks(range(len(partitions)))
     ax.set_yticklabels([str(tp.partition) if single_topic else f"{tp.topic}:{tp.partition}" for tp in partitions],
                        fontsize=6)
     ax.set_ylim(-0.6, len(partitions) - 0.4)
     ax.set_xlim(0, max(t_end - t0, 1e-3))
     ax.set_ylabel("partition")
-    ax.set_title(panel.title, loc="left", fontsize=10, pad=28 if panel.marks else 6)
+    ax.set_title(panel.title, loc="left", fontsize=10, pad=34 if panel.marks else 6, fontweight="bold")
 
 
 def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[str], *, dpi: int = 110) -> str:
@@ -112,7 +113,7 @@ def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[st
 
     colours = _member_colours(panels)
     rows = max(len(ownership_intervals(p.events)) for p in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 0.9 + len(panels) * (1.2 + 0.16 * max(rows, 6))),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 0.9 + len(panels) * (1.6 + 0.16 * max(rows, 6))),
                              squeeze=False)
     try:
         for ax, panel in zip(axes[:, 0], panels, strict=True):

@@ -12,7 +12,12 @@ from collections.abc import Collection, Iterable, Mapping
 
 from kassign.assignors.sticky import DEFAULT_GENERATION, AbstractStickyAssignor
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
-from kassign.protocol import ProtocolError, decode_cooperative_user_data, decode_sticky_user_data, encode_cooperative_user_data
+from kassign.protocol import (
+    ProtocolError,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    encode_cooperative_user_data,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +48,8 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
         except ProtocolError as exc:
             # The owned partitions are still the member's (they travel outside the user data): keep
             # them, as Java does, at the lowest generation.
-            log.warning("member %s: unparseable cooperative-sticky user data (%s); taking generation -1", member_id, exc)
+            log.warning("member %s: unparseable cooperative-sticky user data (%s); taking generation -1",
+                        member_id, exc)
             return owned, DEFAULT_GENERATION
         return owned, DEFAULT_GENERATION if generation is None else generation
 

@@ -4,12 +4,15 @@ Works on counts per (member, topic) and touches partitions only to build the res
 
 1. Members keep every owned partition they still subscribe to (and, rack-aware, that is on their rack).
 2. Each topic's unowned partitions are poured onto its least loaded subscribers (water-filling), topics
-   with the fewest subscribers first: the same counts Java's one-partition-at-a-time loop reaches.
-3. Balance: within each topic, partitions move from a subscriber to another that has two or more
-   fewer partitions in total, until no partition anywhere could move to such a member. Newly handed
-   out partitions move first; owned ones only when that is not enough.
-4. Build the lists: each member's kept partitions plus its share of each topic's pool (partitions
-   go back to a member that claimed them, or to a same-rack member, where the counts allow).
+   with the fewest subscribers first: the counts Java's one-partition-at-a-time loop reaches. Whole
+   unowned topics for equally loaded subscribers (a fresh group) are dealt round-robin by slicing.
+3. Balance from the bottom: the least loaded member takes a partition from the most loaded member
+   holding a topic it subscribes to while they differ by two or more (newly handed out partitions
+   first, owned ones only when needed); then chains (A takes from B what B takes back from C) while
+   a member is two or more below one it can reach. The result: no partition could move to a
+   subscribed member with two or more fewer, and no chain of moves would even the counts further.
+4. Build the lists: each member's kept partitions plus its share of each topic's pool; a partition goes
+   back to the member that gave it up, or to a same-rack member, where the counts allow.
 """
 
 from __future__ import annotations
@@ -69,9 +72,13 @@ class _GeneralAssignment:
         self.given_up: dict[int, dict[str, int]] = {}
         # runs of whole topics dealt round-robin to equally loaded subscribers: (subscribers, topics)
         self.deals: list[tuple[list[int], list[str]]] = []
+        # topic -> members that gave up partitions of it before pouring (owned, off-rack or unsubscribed)
+        self.returning: dict[str, set[int]] = {}
 
     def build(self) -> tuple[list[list[TopicPartition]], dict[TopicPartition, int]]:
         self._keep_owned()
+        for tp, i in self.ownership.given_up_by.items():
+            self.returning.setdefault(tp[0], set()).add(i)
         topics, marks, order, count = self.topics, self.ownership.marks, self.topic_order, self.count
         # Dealing whole unowned topics to equally loaded subscribers needs no per-member bookkeeping
         # (a fresh group); anything owned, claimed or rack-aware goes through _pour.
@@ -152,12 +159,13 @@ class _GeneralAssignment:
         target = level + each
         shares = [target - c if c <= level else 0 for c in before]
         if extra:
-            for pos, c in enumerate(before):
-                if c <= level:
-                    shares[pos] += 1
-                    extra -= 1
-                    if not extra:
-                        break
+            # The remainder goes to equally loaded members; members that gave up partitions of this
+            # topic first (they can take them back without a move), then by member index.
+            returning = self.returning.get(topic, ())
+            tied = [pos for pos, c in enumerate(before) if c <= level]
+            tied.sort(key=lambda pos: subs[pos] not in returning)
+            for pos in tied[:extra]:
+                shares[pos] += 1
         added = self.added[topic]
         for i, k in zip(compress(subs, shares), compress(shares, shares)):
             added[i] = added.get(i, 0) + k
@@ -176,10 +184,9 @@ class _GeneralAssignment:
             for i, k in per_member.items():
                 if k:
                     added_by[i][t] = k
-        kept_by = [Counter(map(_topic_of, mine)) for mine in self.kept]
+        kept_by = _LazyTopicCounts(self.kept)
         for owned_too in (False, True):
-            holdings = [(added_by[i], kept_by[i]) if owned_too else (added_by[i],) for i in range(n_members)]
-            while self._balance_round(holdings, added_by, kept_by, member_topics):
+            while self._balance_round(owned_too, added_by, kept_by, member_topics):
                 pass
         self._augment(added_by, kept_by)
         self.added = {t: {} for t in self.topics}
@@ -188,20 +195,24 @@ class _GeneralAssignment:
                 if k:
                     self.added[t][i] = k
 
-    def _balance_round(self, holdings: list[tuple[dict[str, int], ...]], added_by: list[dict[str, int]],
-                       kept_by: list[Counter[str]], member_topics: Sequence[frozenset[str]]) -> bool:
+    def _balance_round(self, owned_too: bool, added_by: list[dict[str, int]], kept_by: _LazyTopicCounts,
+                       member_topics: Sequence[frozenset[str]]) -> bool:
         """One pass over the members from the least loaded up; True if anything moved."""
         count = self.count
         subscribers = self.subscribers
 
         def gives(d: int, lo_topics: frozenset[str]) -> str | None:
-            for held in holdings[d]:
-                for t, k in held.items():
-                    if k and t in lo_topics and len(subscribers[t]) > 1:
-                        return t
+            # The topic d holds most of (ties: by name), so that the choice does not depend on the
+            # order members listed their partitions in.
+            for held in ((added_by[d], kept_by[d]) if owned_too else (added_by[d],)):
+                best = max(((k, t) for t, k in held.items() if k and t in lo_topics and len(subscribers[t]) > 1),
+                           default=None)
+                if best is not None:
+                    return best[1]
             return None
 
-        donors = [(-count[i], i) for i in range(len(count)) if any(any(h.values()) for h in holdings[i])]
+        donors = [(-count[i], i) for i in range(len(count))
+                  if any(added_by[i].values()) or (owned_too and kept_by.has_any(i))]
         takers = [(count[i], i) for i in range(len(count)) if member_topics[i]]
         heapq.heapify(donors)
         heapq.heapify(takers)
@@ -246,11 +257,13 @@ class _GeneralAssignment:
             heapq.heappush(donors, (-count[d], d))
         return moved
 
-    def _augment(self, added_by: list[dict[str, int]], kept_by: list[Counter[str]]) -> None:
+    def _augment(self, added_by: list[dict[str, int]], kept_by: _LazyTopicCounts) -> None:
         """Chains: member A may be two or more below member Z with no topic in common, yet reach it
         through members in between (A takes from B what B can take back from Z, ...). Shift one
         partition along the shortest such chain while one exists (each shift lowers the spread)."""
         count, subscribers = self.count, self.subscribers
+        if max(count) - min(count) < 2:
+            return
         holders: dict[str, set[int]] = {t: set() for t in self.topics}
         for i in range(len(count)):
             for held in (added_by[i], kept_by[i]):
@@ -259,8 +272,13 @@ class _GeneralAssignment:
                         holders[t].add(i)
         while True:
             top = max(count)
+            # A search that fails from a member explores topics from which no member at least two
+            # above it can be reached; members (no less loaded) with all topics among those need no search.
+            dead: set[str] = set()
             for lo in sorted((i for i in range(len(count)) if count[i] <= top - 2), key=lambda i: (count[i], i)):
-                path = self._chain(lo, holders)
+                if self.member_topics[lo] <= dead:
+                    continue
+                path = self._chain(lo, holders, dead)
                 if path:
                     break
             else:
@@ -281,8 +299,9 @@ class _GeneralAssignment:
             count[lo] += 1
             count[path[-1][1]] -= 1
 
-    def _chain(self, lo: int, holders: dict[str, set[int]]) -> list[tuple[str, int]] | None:
-        """Shortest chain [(topic, giver), ...] from ``lo`` to a member with two or more partitions more."""
+    def _chain(self, lo: int, holders: dict[str, set[int]], dead: set[str]) -> list[tuple[str, int]] | None:
+        """Shortest chain [(topic, giver), ...] from ``lo`` to a member with two or more partitions more;
+        when there is none, the topics explored are added to ``dead``."""
         count, subscribers = self.count, self.subscribers
         want = count[lo] + 2
         came_from: dict[int, tuple[str, int]] = {}
@@ -311,6 +330,7 @@ class _GeneralAssignment:
                             return path[::-1]
                         nxt.append(giver)
             frontier = nxt
+        dead |= seen_topics
         return None
 
     # -- building the result ---------------------------------------------------------------------
@@ -335,6 +355,7 @@ class _GeneralAssignment:
             self.kept[i] = [tp for tp in mine if tp not in gone]
 
         result = self.kept
+        given_up_by = self.ownership.given_up_by
         for subs, run in self.deals:
             dealt = list(chain.from_iterable(topic_partitions(t, range(self.topics[t])) for t in run))
             for pos, i in enumerate(subs):
@@ -354,21 +375,26 @@ class _GeneralAssignment:
                 continue
             placed: dict[TopicPartition, int] = {}
             if racks.enabled:
+                # A claimer keeps room for its partitions that no member with room can have on-rack:
+                # giving those back costs no locality and moves nothing.
+                reserved = dict.fromkeys(slots, 0)
+                for tp in pool:
+                    i = given_up_by.get(tp)
+                    if i in slots and reserved[i] < slots[i] and not any(racks.matches(j, tp) for j in slots):
+                        reserved[i] += 1
                 for tp in sorted(pool, key=racks.members_on_replica_racks):
-                    holders = claimers.get(tp, ())
-                    candidates = [i for i in slots if slots[i] and racks.matches(i, tp)]
+                    candidates = [i for i in slots if slots[i] > reserved[i] and racks.matches(i, tp)]
                     if candidates:
-                        back = [i for i in candidates if i in holders]
-                        i = back[0] if back else candidates[0]
+                        i = given_up_by.get(tp)
+                        if i not in candidates:
+                            i = candidates[0]
                         placed[tp] = i
                         slots[i] -= 1
             for tp in pool:
-                holders = claimers.get(tp)
-                if tp not in placed and holders and len(holders) == 1:
-                    (i,) = holders
-                    if slots.get(i):
-                        placed[tp] = i
-                        slots[i] -= 1
+                i = given_up_by.get(tp)
+                if i is not None and tp not in placed and slots.get(i):
+                    placed[tp] = i  # back to the member that gave it up: no move
+                    slots[i] -= 1
             rest = iter([tp for tp in pool if tp not in placed])
             for i, k in slots.items():
                 for _ in range(k):
@@ -379,3 +405,22 @@ class _GeneralAssignment:
                 if holders is not None and (len(holders) > 1 or i not in holders):
                     transferring[tp] = i
         return result, transferring
+
+
+class _LazyTopicCounts:
+    """Per member, how many of its kept partitions each topic has; counted on first use only (a
+    balancing pass usually looks at a few members of a large group)."""
+
+    def __init__(self, kept: list[list[TopicPartition]]) -> None:
+        self._kept = kept
+        self._counts: list[Counter[str] | None] = [None] * len(kept)
+
+    def __getitem__(self, member: int) -> Counter[str]:
+        counts = self._counts[member]
+        if counts is None:
+            counts = self._counts[member] = Counter(map(_topic_of, self._kept[member]))
+        return counts
+
+    def has_any(self, member: int) -> bool:
+        counts = self._counts[member]
+        return bool(self._kept[member]) if counts is None else any(counts.values())

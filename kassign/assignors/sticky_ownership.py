@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kassign.model import TopicPartition
 
@@ -41,12 +41,15 @@ class Ownership:
     owned: list[list[TopicPartition]]
     marks: dict[str, bytearray]
     claimers: dict[TopicPartition, set[int]]
+    #: partition -> the member that owned it and gave it up in this assignment
+    given_up_by: dict[TopicPartition, int] = field(default_factory=dict)
 
     def release(self, member: int, partitions: Sequence[TopicPartition]) -> None:
         """Member ``member`` gives ``partitions`` up: they become unowned, claimed by it."""
-        marks, claimers = self.marks, self.claimers
+        marks, claimers, given_up_by = self.marks, self.claimers, self.given_up_by
         for tp in partitions:
             marks[tp[0]][tp[1]] = 0
+            given_up_by[tp] = member
             holders = claimers.get(tp)
             if holders is None:
                 claimers[tp] = {member}

@@ -43,7 +43,7 @@ class GroupTiming:
 
     session_ms: int = 1500
     heartbeat_ms: int = 250
-    commit_interval_s: float = 1.0
+    commit_interval_s: float = 5.0  # Kafka's default auto-commit interval
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_ms < self.session_ms:
@@ -384,6 +384,14 @@ class DemoGroup:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"group {self.group_id} did not settle within {timeout:.0f}s: {self.describe()}")
             await asyncio.sleep(0.05)
+
+    async def wait_drained(self, timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds) until every acknowledged record was processed;
+        returns how many still were not."""
+        deadline = time.monotonic() + timeout
+        while self.ledger.lost() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        return self.ledger.lost()
 
     def describe(self) -> str:
         """Members and what they own, for error messages."""

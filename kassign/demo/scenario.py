@@ -138,9 +138,7 @@ async def run_protocol(
         drain_start = time.time()
         await step("draining", mark=False)
         await stream.stop()
-        deadline = time.monotonic() + plan.drain_timeout_s
-        while ledger.lost() and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        await group.wait_drained(plan.drain_timeout_s)
         await step("closing members", mark=False)
         await group.close()
     finally:

@@ -40,10 +40,10 @@ class RebalanceRecorder:
     files), any callable taking each event's JSON object, or None to keep metrics only.
     ``member`` names the member in events and metric labels (default: host, pid and a per-recorder
     suffix); ``group`` and ``protocol`` ("eager" or "cooperative") are labels, and ``protocol``
-    also picks how rebalance starts are inferred from callbacks (None: detected by ``attach``, else
-    eager). ``queue_size`` bounds the events
-    waiting for the sink; beyond it events are dropped and counted. ``metric_config`` sets Java's
-    sampling windows for the avg/max metrics (default two samples of 30 s).
+    also picks how rebalance starts are inferred from callbacks (None: detected by ``attach``,
+    else eager). ``queue_size`` bounds the events waiting for the sink; beyond it events are
+    dropped and counted. ``metric_config`` sets Java's sampling windows for the avg/max/rate
+    metrics (default two samples of 30 s). ``clock`` gives unix seconds.
 
     One line attaches it: ``recorder.attach(aiokafka_consumer)``,
     ``consumer.subscribe(topics, listener=recorder.wrap_listener(listener))`` (aiokafka), or

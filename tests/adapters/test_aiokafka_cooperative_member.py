@@ -146,6 +146,22 @@ def test_cooperative_join_with_nothing_new_still_calls_assigned_with_no_partitio
     run(scenario())
 
 
+def test_announced_follow_up_rebalance_makes_a_member_rejoin_without_revoking():
+    from kassign.adapters.aiokafka.group_protocol import FOLLOW_UP_REBALANCE
+    from kassign.model import TopicPartition
+
+    async def scenario():
+        member, _ = await _member()
+        await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
+        assert not member._rejoin_needed_fut.done()
+        announced = encode_assignment(Assignment([TopicPartition("t", 0)], FOLLOW_UP_REBALANCE))
+        await member._on_join_complete(2, "m-1", "cooperative-sticky", announced)
+        assert member._rejoin_needed_fut.done()
+        await member._stop_commit_offsets_refresh_task()
+
+    run(scenario())
+
+
 def test_lost_partitions_go_to_on_partitions_lost_without_commit():
     async def scenario():
         member, listener = await _member()

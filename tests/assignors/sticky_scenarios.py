@@ -37,13 +37,6 @@ def scenarios(draw, *, equal: bool | None = None, racks: bool | None = None, max
     return topics, claims, subs, member_racks, partition_racks
 
 
-@st.composite
-def clean_histories(draw, *, equal: bool | None = None):
-    """A scenario whose previous ownership is a real earlier assignment: disjoint, one generation."""
-    topics, _, subs, _, _ = draw(scenarios(equal=equal, racks=False))
-    return topics, subs
-
-
 def cooperative_subscriptions(subs, claims, member_racks):
     return {m: Subscription(list(subs[m]), None, list(claims[m][0]), None if claims[m][1] < 0 else claims[m][1],
                             member_racks.get(m)) for m in subs}

@@ -63,7 +63,8 @@ def test_stable_assignment_is_kept(scenario):
     """Assigning again from an assignment's own result moves nothing."""
     topics, _, subs, _, _ = scenario
     first = StickyAssignor().assign(topics, {m: Subscription(subs[m]) for m in subs})
-    again = StickyAssignor().assign(topics, {m: Subscription(subs[m], encode_sticky_user_data(first[m], 5)) for m in subs})
+    again = StickyAssignor().assign(
+        topics, {m: Subscription(subs[m], encode_sticky_user_data(first[m], 5)) for m in subs})
     assert {m: sorted(p) for m, p in again.items()} == {m: sorted(p) for m, p in first.items()}
     assert moves(resolved_owners({m: (first[m], 5) for m in subs}, topics), again) == 0
 
@@ -102,7 +103,8 @@ def test_higher_generation_wins_and_same_generation_claims_are_dropped():
 
 
 def test_unparseable_user_data_is_no_previous_assignment(caplog):
-    subs = {"a": Subscription(["t"], b"\x00\x00\x00\x05garbage"), "b": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 1))}
+    subs = {"a": Subscription(["t"], b"\x00\x00\x00\x05garbage"),
+            "b": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 1))}
     result = StickyAssignor().assign({"t": 2}, subs)
     assert result == {"a": [TP("t", 1)], "b": [TP("t", 0)]}
     assert "unparseable" in caplog.text
@@ -152,3 +154,14 @@ def test_fast_user_data_reader_agrees_with_the_codec(partitions, generation, tai
         return
     got = StickyUserDataReader().read(data)
     assert (list(got[0]), got[1]) == (list(expected[0]), expected[1])
+
+
+@SETTINGS
+@given(scenarios(), st.randoms(use_true_random=False))
+def test_order_of_owned_partitions_does_not_matter(scenario, rnd):
+    """The same claims listed in another order (as the user data groups them by topic) give the same assignment."""
+    topics, claims, subs, racks, partition_racks = scenario
+    shuffled = {m: (rnd.sample(parts, len(parts)), gen) for m, (parts, gen) in claims.items()}
+    a = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks), partition_racks=partition_racks)
+    b = StickyAssignor().assign(topics, sticky_subscriptions(subs, shuffled, racks), partition_racks=partition_racks)
+    assert {m: sorted(p) for m, p in a.items()} == {m: sorted(p) for m, p in b.items()}

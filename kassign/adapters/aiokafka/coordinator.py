@@ -34,6 +34,7 @@ from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.group_protocol import (
+    FOLLOW_UP_REBALANCE,
     decode_member_subscriptions,
     leader_assignment,
     member_metadata,
@@ -282,8 +283,9 @@ class KassignGroupCoordinator(GroupCoordinator):
         log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
                  sorted(assigned), sorted(added), sorted(revoked))
         await self._call_listener("on_partitions_assigned", added)
-        if revoked:
-            # The partitions just freed go out in the follow-up rebalance.
+        if revoked or (self._protocol is RebalanceProtocol.COOPERATIVE and received.user_data == FOLLOW_UP_REBALANCE):
+            # The partitions just freed go out in the follow-up rebalance; a kassign leader tells
+            # every member it is coming, so members that revoked nothing need not wait for a heartbeat.
             self.request_rejoin()
 
     def _install(self, partitions: Iterable[AioTopicPartition], *, carried: Iterable[AioTopicPartition]) -> None:

@@ -1,0 +1,66 @@
+"""The demo's plan, phase split and summary table, on a hand-written run (no broker)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+from kassign.demo.scenario import DemoPlan, RunResult, _phases  # noqa: E402
+from kassign.demo.summary import format_table, summarize, summary_json  # noqa: E402
+from kassign.events import Event  # noqa: E402
+from kassign.model import TopicPartition  # noqa: E402
+
+
+def _tp(p: int) -> TopicPartition:
+    return TopicPartition("t", p)
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"base": 3, "peak": 3}, "base < peak"),
+    ({"restarts": 4}, "restarts"),
+    ({"partitions": 4}, "partitions"),
+])
+def test_plan_rejects_bad_shapes(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        DemoPlan(**kwargs)
+
+
+def test_phases_run_from_mark_to_mark_and_end_at_drain():
+    phases = _phases({"b": 5.0, "a": 1.0, "c": 9.0}, end=12.0)
+    assert phases == {"a": (1.0, 5.0), "b": (5.0, 9.0), "c": (9.0, 12.0)}
+
+
+def _run() -> RunResult:
+    # m1 owns 0,1; m2 joins at t=10: m1 revokes 1 (cooperative), m2 gets it at 11.5.
+    events = [
+        Event("m1", 0.0, "subscribed"),
+        Event("m1", 1.0, "sync", extra={"gen": 1}),
+        Event("m1", 1.0, "cb_assigned", [_tp(0), _tp(1)]),
+        Event("m2", 10.0, "subscribed"),
+        Event("m1", 11.0, "sync", extra={"gen": 2}),
+        Event("m1", 11.0, "cb_assigned", []),
+        Event("m1", 11.0, "cb_revoked", [_tp(1)]),
+        Event("m1", 11.5, "sync", extra={"gen": 3}),
+        Event("m2", 11.5, "sync", extra={"gen": 3}),
+        Event("m2", 11.5, "cb_assigned", [_tp(1)]),
+        Event("m1", 14.0, "progress", extra={"pos": {}}),
+    ]
+    marks = {"start 1 members": 0.0, "scale out 1\u21922": 10.0}
+    return RunResult("cooperative", "cooperative-sticky", "g", "t", events, marks, _phases(marks, 14.0),
+                     produced=100, lost=0, duplicates=2)
+
+
+def test_summary_rows_and_table():
+    rows, per_phase = summarize(_run())
+    by_step = {r.step: r for r in rows}
+    assert set(by_step) == {"scale out", "total"}  # the start-up is not summarised
+    out = by_step["scale out"]
+    assert out.unowned_ps == pytest.approx(0.5)  # partition 1 had no owner from 11.0 to 11.5
+    assert out.moved == 1 and out.rounds == 2
+    assert per_phase["scale out 1\u21922"].gap_kept_s == 0.0
+    table = format_table([_run()])
+    assert "cooperative-sticky" in table and "100 produced, 0 lost, 2 processed twice" in table
+    data = summary_json([_run()])["cooperative"]
+    assert data["records"] == {"produced": 100, "lost": 0, "duplicates": 2}
+    assert data["steps"]["scale out"]["moved"] == 1
