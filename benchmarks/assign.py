@@ -79,17 +79,17 @@ def collect(args: argparse.Namespace) -> list[Row]:
             log.warning("%s unavailable: %s", name, exc)
             rows += [{"impl": name, "case": c, "step": s, "skipped": f"unavailable ({exc})"} for c in cases for s in steps]
     # A time-boxed implementation is not retried on a case at least as large.
-    boxed_at: dict[str, int] = {}
+    boxed_at: dict[str, tuple[int, str]] = {}
     for case in cases.values():
         for impl in python_impls:
-            if case.n_partitions >= boxed_at.get(impl.name, sys.maxsize):
-                rows += [{"impl": impl.name, "case": case.name, "step": s, "skipped": f"skipped (>{args.timebox:.0f}s)"}
-                         for s in steps]
+            if impl.name in boxed_at and case.n_partitions >= boxed_at[impl.name][0]:
+                why = f"not run (>{args.timebox:.0f}s on {boxed_at[impl.name][1]})"
+                rows += [{"impl": impl.name, "case": case.name, "step": s, "skipped": why} for s in steps]
                 continue
             new = run_python(impl, case, steps, args.timebox, not args.no_memory and impl.name.startswith("kassign"),
                              max_reps=3 if args.quick else 9)
             if any(str(r.get("skipped", "")).startswith("skipped (>") for r in new):
-                boxed_at[impl.name] = case.n_partitions
+                boxed_at[impl.name] = (case.n_partitions, case.name)
             rows += new
         for impl_name in (i for i in JAVA_IMPLS if i in args.impls):
             try:

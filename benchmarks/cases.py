@@ -125,23 +125,23 @@ def write_case(case: Case, path: str | Path) -> None:
 def read_case(path: str | Path) -> Case:
     """Read a case file; the case is named after the file's stem."""
     path = Path(path)
-    tokens = iter(path.read_text().split("\n"))
+    lines = iter(path.read_text().split("\n"))
 
     def header(expected: str) -> int:
-        word, count = next(tokens).split()
+        word, count = next(lines).split()
         if word != expected:
             raise ValueError(f"{path}: expected a {expected!r} line, got {word!r}")
         return int(count)
 
     topics = {}
     for _ in range(header("topics")):
-        t, n = next(tokens).split()
+        t, n = next(lines).split()
         topics[t] = int(n)
     members = {}
     for _ in range(header("members")):
-        fields = next(tokens).split()
+        fields = next(lines).split()
         members[fields[0]] = fields[2 : 2 + int(fields[1])]
-    extra = dict(line.split() for line in tokens if line.strip())
+    extra = dict(line.split() for line in lines if line.strip())
     missing = {"leaver", "joiner"} - extra.keys()
     if missing:
         raise ValueError(f"{path}: missing {sorted(missing)} line(s)")

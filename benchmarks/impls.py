@@ -27,7 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cases import STEPS, Case
+from benchmarks.cases import Case
+
+__all__ = ["ALL_IMPLS", "PYTHON_IMPLS", "JAVA_IMPLS", "K4_IMPL", "Row", "python_impl", "run_python",
+           "run_java", "run_k4", "k4_built", "evaluate", "result_bytes", "measure", "Timeboxed"]
 
 log = logging.getLogger(__name__)
 
@@ -413,6 +416,3 @@ def run_k4(case_dir: Path, names: list[str], steps: tuple[str, ...], out_json: P
         rows.append(row)
     return rows
 
-
-__all__ = ["ALL_IMPLS", "PYTHON_IMPLS", "JAVA_IMPLS", "K4_IMPL", "STEPS", "Row", "python_impl", "run_python",
-           "run_java", "run_k4", "k4_built", "evaluate", "result_bytes", "measure", "Timeboxed"]

@@ -61,6 +61,10 @@ def _cell(results: Results, impl: str, case: str, step: str) -> str:
         text = row["skipped"]
         if text.startswith("skipped ("):
             return "skip " + text[len("skipped ("):].rstrip(")")
+        if text.startswith("fresh skipped"):
+            return "skip (fresh)"
+        if text.startswith("not run"):
+            return "not run"
         return "unavailable" if text.startswith("unavailable") else text
     return fmt_ms(row["medianMs"]) + ("*" if row.get("quoted") else "")
 
@@ -150,8 +154,7 @@ class Target:
         return f"{self.status:<4} {self.text}"
 
 
-def _check(results: Results, label: str, impl: str, case: str, step: str, other: str, factor: float,
-           lower_is: str = "time") -> Target:
+def _check(results: Results, label: str, impl: str, case: str, step: str, other: str, factor: float) -> Target:
     """``impl``'s time <= factor x ``other``'s on (case, step); a skipped (time-boxed) ``other`` is a lower bound."""
     mine = results.ms(impl, case, step)
     theirs_row = results.get(other, case, step)

@@ -8,7 +8,7 @@ import asyncio
 import os
 import time
 
-__all__ = ["ensure_topic", "produce", "common_parser"]
+__all__ = ["ensure_topic", "produce", "common_parser", "check_seconds"]
 
 
 async def produce(bootstrap: str, topic: str, rate: float, seconds: float) -> int:

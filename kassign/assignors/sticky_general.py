@@ -18,10 +18,11 @@ Works on counts per (member, topic) and touches partitions only to build the res
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import add, itemgetter, not_, sub
 
 from kassign.assignors.rack_info import RackInfo
 from kassign.assignors.sticky_constrained import topic_partitions, unowned_partitions
@@ -145,31 +146,56 @@ class _GeneralAssignment:
         remainder to the lowest member indices: the counts Java's one-at-a-time loop reaches."""
         count, subs = self.count, self.subscribers[topic]
         before = list(map(count.__getitem__, subs))
-        levels = sorted(Counter(before).items())
-        level, below, left = levels[0][0], 0, units
-        for c, n in levels:
-            if c > level:
-                cost = below * (c - level)
-                if cost > left:
-                    break
-                left -= cost
-                level = c
+        if units * 8 < len(subs):
+            self._pour_few(topic, units, before)
+            return
+        level, below, left = 0, 0, units
+        for c, n in sorted(Counter(before).items()):
+            if below and below * (c - level) > left:
+                break
+            left -= below * (c - level)
+            level = c
             below += n
         each, extra = divmod(left, below)
         target = level + each
-        shares = [target - c if c <= level else 0 for c in before]
+        # members above the level stay as they are (target < their count): per-member work in C
+        shares = list(map(max, repeat(0), map(sub, repeat(target), before)))
         if extra:
-            # The remainder goes to equally loaded members; members that gave up partitions of this
-            # topic first (they can take them back without a move), then by member index.
-            returning = self.returning.get(topic, ())
-            tied = [pos for pos, c in enumerate(before) if c <= level]
-            tied.sort(key=lambda pos: subs[pos] not in returning)
-            for pos in tied[:extra]:
+            after = list(map(add, before, shares))
+            picked: list[int] = []
+            # equally loaded members that gave up partitions of this topic first (they take them back
+            # without a move), then by member index
+            for i in sorted(self.returning.get(topic, ())):
+                pos = bisect_left(subs, i)
+                if len(picked) < extra and pos < len(subs) and subs[pos] == i and after[pos] == target:
+                    picked.append(pos)
+            chosen = set(picked)
+            pos = -1
+            while len(picked) < extra:
+                pos = after.index(target, pos + 1)
+                if pos not in chosen:
+                    picked.append(pos)
+            for pos in picked:
                 shares[pos] += 1
         added = self.added[topic]
         for i, k in zip(compress(subs, shares), compress(shares, shares)):
             added[i] = added.get(i, 0) + k
             count[i] += k
+
+    def _pour_few(self, topic: str, units: int, before: list[int]) -> None:
+        """_pour for a few partitions among many subscribers: one at a time to the least loaded
+        (members that gave up partitions of the topic first among equals, then lowest index), which
+        only ever reaches the ``units`` least loaded members, so only those are looked at."""
+        subs, count, added = self.subscribers[topic], self.count, self.added[topic]
+        returning = self.returning.get(topic)
+        last = map(not_, map(returning.__contains__, subs)) if returning else repeat(True)
+        heap = heapq.nsmallest(units, zip(before, last, subs))
+        heapq.heapify(heap)
+        for _ in range(units):
+            c, flag, i = heap[0]
+            heapq.heapreplace(heap, (c + 1, flag, i))
+            added[i] = added.get(i, 0) + 1
+            count[i] += 1
 
     # -- balancing -------------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from typing import TextIO
 
 from kassign.events import write_events
 
-log = logging.getLogger(__name__)
 
 __all__ = ["main", "build_parser"]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from kassign.demo.group import ConsumerFactory, DemoGroup, GroupTiming, KeyedStr
 from kassign.demo.view import LiveView
 from kassign.events import Event
 
-log = logging.getLogger(__name__)
 
 __all__ = ["DemoPlan", "FULL_PLAN", "QUICK_PLAN", "RunResult", "run_protocol"]
 

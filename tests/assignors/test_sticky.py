@@ -165,3 +165,83 @@ def test_order_of_owned_partitions_does_not_matter(scenario, rnd):
     a = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks), partition_racks=partition_racks)
     b = StickyAssignor().assign(topics, sticky_subscriptions(subs, shuffled, racks), partition_racks=partition_racks)
     assert {m: sorted(p) for m, p in a.items()} == {m: sorted(p) for m, p in b.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(1, 6))
+def test_dealt_topics_expand_to_the_counts_the_deal_gave(sizes, n_members):
+    """The general path deals whole topics by slicing; when it must balance afterwards it recounts
+    the deal per (topic, member): both must agree."""
+    from collections import Counter
+    from itertools import chain
+
+    from kassign.assignors.rack_info import RackInfo
+    from kassign.assignors.sticky_constrained import topic_partitions
+    from kassign.assignors.sticky_general import _GeneralAssignment
+    from kassign.assignors.sticky_ownership import resolve_ownership
+
+    topics = {f"t{i}": n for i, n in enumerate(sizes)}
+    members = list(range(n_members))
+    ownership = resolve_ownership(topics, [[] for _ in members], [-1] * n_members, [str(i) for i in members])
+    racks = RackInfo([None] * n_members, topics, None)
+    general = _GeneralAssignment(topics, [frozenset(topics)] * n_members, ownership, racks)
+    general.count = [0] * n_members
+    general._deal(members, list(topics))
+    dealt = list(chain.from_iterable(topic_partitions(t, range(n)) for t, n in topics.items()))
+    expected = {t: Counter() for t in topics}
+    for pos in members:
+        for tp in dealt[pos::n_members]:
+            expected[tp.topic][pos] += 1
+    general._expand_deals()
+    assert {t: Counter({i: k for i, k in d.items() if k}) for t, d in general.added.items()} == expected
+    assert general.count == [sum(expected[t][i] for t in topics) for i in members]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=9, max_size=60), st.integers(1, 7), st.data())
+def test_pouring_a_few_partitions_matches_water_filling(counts, units, data):
+    """Few partitions among many subscribers take a shortcut (only the least loaded are looked at);
+    it must hand out exactly what pouring one at a time to the least loaded does."""
+    from kassign.assignors.rack_info import RackInfo
+    from kassign.assignors.sticky_general import _GeneralAssignment
+    from kassign.assignors.sticky_ownership import resolve_ownership
+
+    n = len(counts)
+    returning = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
+    topics = {"t": units}
+    ownership = resolve_ownership(topics, [[] for _ in range(n)], [-1] * n, [str(i) for i in range(n)])
+    expected = list(counts)
+    for _ in range(units):  # one at a time: least loaded, then members giving back first, then index
+        i = min(range(n), key=lambda m: (expected[m], m not in returning, m))
+        expected[i] += 1
+    for shortcut in (True, False):
+        general = _GeneralAssignment(topics, [frozenset(topics)] * n, ownership, RackInfo([None] * n, topics, None))
+        general.count = list(counts)
+        general.returning = {"t": set(returning)}
+        if shortcut:
+            general._pour_few("t", units, list(counts))
+        else:
+            general._pour("t", units)
+        assert general.count == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12), st.integers(1, 60), st.data())
+def test_water_filling_matches_one_at_a_time(counts, units, data):
+    from kassign.assignors.rack_info import RackInfo
+    from kassign.assignors.sticky_general import _GeneralAssignment
+    from kassign.assignors.sticky_ownership import resolve_ownership
+
+    n = len(counts)
+    returning = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
+    expected = list(counts)
+    for _ in range(units):
+        i = min(range(n), key=lambda m: (expected[m], m not in returning, m))
+        expected[i] += 1
+    topics = {"t": units}
+    ownership = resolve_ownership(topics, [[] for _ in range(n)], [-1] * n, [str(i) for i in range(n)])
+    general = _GeneralAssignment(topics, [frozenset(topics)] * n, ownership, RackInfo([None] * n, topics, None))
+    general.count = list(counts)
+    general.returning = {"t": set(returning)}
+    general._pour("t", units)
+    assert general.count == expected
