@@ -24,7 +24,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.cases import CASE_NAMES, QUICK_CASES, STEPS, ensure_case_files
-from benchmarks.impls import ALL_IMPLS, JAVA_IMPLS, K4_IMPL, PYTHON_IMPLS, Row, k4_built, python_impl, run_java, run_k4, run_python
+from benchmarks.impls import (
+    ALL_IMPLS,
+    JAVA_IMPLS,
+    K4_IMPL,
+    PYTHON_IMPLS,
+    Row,
+    k4_built,
+    python_impl,
+    run_java,
+    run_k4,
+    run_python,
+)
 from benchmarks.report import Results, render, targets
 
 log = logging.getLogger("benchmarks.assign")
@@ -44,7 +55,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--impls", type=lambda s: _names(s, ALL_IMPLS, "implementation"),
                    default=list(ALL_IMPLS), help=f"default all: {','.join(ALL_IMPLS)}")
     p.add_argument("--steps", type=lambda s: _names(s, STEPS, "step"), default=list(STEPS))
-    p.add_argument("--quick", action="store_true", help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, short Java warm-up")
+    p.add_argument("--quick", action="store_true",
+                   help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, short Java warm-up")
     p.add_argument("--json", type=Path, help="write every result row and target line to this file")
     p.add_argument("--case-dir", type=Path, default=Path(".bench-cases"), help="where case files are written/read")
     p.add_argument("--timebox", type=float, default=60.0,

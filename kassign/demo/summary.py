@@ -63,6 +63,8 @@ def format_table(results: Sequence[RunResult]) -> str:
                          f"{row.settle_s:8.1f}")
         lines.append(f"{'':<22} records: {result.produced} produced, {result.lost} lost, "
                      f"{result.duplicates} processed twice")
+        if result.unsettled:
+            lines.append(f"{'':<22} DID NOT SETTLE within the deadline: {', '.join(result.unsettled)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -78,6 +80,7 @@ def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
             "topic": result.topic,
             "duration_s": round(result.duration_s, 3),
             "records": {"produced": result.produced, "lost": result.lost, "duplicates": result.duplicates},
+            "unsettled": list(result.unsettled),
             "marks": result.marks,
             "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "rounds": r.rounds,
                                "settle_s": round(r.settle_s, 3)} for r in rows},

@@ -22,11 +22,14 @@ BROKER_MODELS = ("kafka", "tansu")
 #: Latencies fitted to the recorded groups (shared/data/rebalance-timelines): ``spawn_ms`` from a
 #: trigger to the consumer acting on it (subscribing or closing), ``startup_ms`` from subscribing
 #: to the first JoinGroup, ``poll_ms`` for the poll loop to act on a rebalance the heartbeat
-#: thread learnt of, ``revocation_ms`` for the revoke callback (a synchronous commit), and
-#: ``network_ms`` each way between member and coordinator, broker processing included.
+#: thread learnt of, ``revocation_ms`` for the revoke callback (a synchronous commit),
+#: ``assign_ms`` for the leader to compute and send the assignment (so its SyncGroup arrives
+#: after the others'), and ``network_ms`` each way between member and coordinator.
 CLIENT_PRESETS: dict[str, dict[str, float]] = {
-    "java": {"spawn_ms": 28.0, "startup_ms": 30.0, "poll_ms": 8.0, "revocation_ms": 10.0, "network_ms": 3.5},
-    "librdkafka": {"spawn_ms": 3.0, "startup_ms": 10.0, "poll_ms": 3.0, "revocation_ms": 1.0, "network_ms": 2.0},
+    "java": {"spawn_ms": 28.0, "startup_ms": 30.0, "poll_ms": 8.0, "revocation_ms": 5.0, "assign_ms": 5.0,
+             "network_ms": 3.5},
+    "librdkafka": {"spawn_ms": 3.0, "startup_ms": 10.0, "poll_ms": 3.0, "revocation_ms": 1.0, "assign_ms": 1.0,
+                   "network_ms": 2.0},
 }
 
 
@@ -56,6 +59,7 @@ class SimConfig:
     startup_ms: float | None = None
     poll_ms: float | None = None
     revocation_ms: float | None = None
+    assign_ms: float | None = None
     processing_ms: float = 0.0  # record processing per poll loop; delays noticing a rebalance
     jitter_ms: float = 0.0
     horizon_ms: float = 600000.0  # give up on settling this long after the last step

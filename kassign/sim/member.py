@@ -178,8 +178,12 @@ class SimMember:
             self._failed(response.error)
             return
         self.state = "syncing"
-        assignment = self._lead(response.members or {}) if response.leader == self.id else None
-        self.ctx.loop.after(self.ctx.latency("network_ms"), self.ctx.coordinator.sync, self, response.generation, assignment)
+        delay = self.ctx.latency("network_ms")
+        assignment = None
+        if response.leader == self.id:
+            assignment = self._lead(response.members or {})
+            delay += self.ctx.latency("assign_ms")  # the leader's SyncGroup leaves after the others'
+        self.ctx.loop.after(delay, self.ctx.coordinator.sync, self, response.generation, assignment)
 
     def _lead(self, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
         """The leader's ``onLeaderElected``: run the assignor, check a cooperative result, attach

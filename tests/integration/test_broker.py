@@ -52,3 +52,20 @@ def test_bad_bootstrap_is_named():
 @pytest.mark.realkafka
 def test_realkafka_marker_runs_only_on_kafka(kafka_broker):
     assert kafka_broker.is_real_kafka
+
+
+def test_failed_container_falls_back_to_the_embedded_broker(monkeypatch):
+    import contextlib
+
+    import integration.broker as broker
+
+    @contextlib.contextmanager
+    def container_that_fails(*args, **kwargs):
+        raise RuntimeError("image not found")
+        yield
+
+    monkeypatch.setattr(broker, "docker_engine_answers", lambda timeout=3.0: True)
+    monkeypatch.setattr(broker, "start_kafka_container", container_that_fails)
+    with broker.open_broker(env={}) as info:
+        assert info.kind == "tansu"
+        wait_for_broker(info.bootstrap, timeout=5)

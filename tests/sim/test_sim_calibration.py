@@ -7,6 +7,7 @@ the integration tests embed): the same movements and round structure for a scale
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,18 @@ def test_kafka_predictions_within_25_percent_of_recorded_medians() -> None:
 def test_tansu_scale_out_moves_and_rounds_match_the_recordings(strategy: str) -> None:
     runs = [r for r in _runs("tansu") if r.meta["strategy"] == strategy and r.meta["client"] == "java"]
     assert len(runs) == 3
+    recorded_rounds, simulated_rounds = [], []
     for run in runs:
         recorded, simulated = recorded_metrics(run)["out"], simulated_metrics(run)["out"]
         assert simulated.moved == recorded.moved, run.path.name
         assert simulated.final == recorded.final, run.path.name
-        if strategy == "coop":
-            # Tansu answers joins without a barrier, so a cooperative scale-out takes several
-            # rounds of assign callbacks (recorded 4 to 8), never the two Kafka needs.
-            assert 3 <= simulated.rounds <= recorded.rounds, run.path.name
-        else:
-            assert simulated.rounds == recorded.rounds == 2, run.path.name
         assert simulated.double_owned_ps == recorded.double_owned_ps == 0
+        recorded_rounds.append(recorded.rounds)
+        simulated_rounds.append(simulated.rounds)
+    if strategy == "coop":
+        # Without a join barrier a cooperative scale-out on Tansu takes several rounds of assign
+        # callbacks (recorded 4 to 8), never the two Kafka needs.
+        assert min(simulated_rounds) > 2
+        assert statistics.median(simulated_rounds) == pytest.approx(statistics.median(recorded_rounds), rel=0.25)
+    else:
+        assert simulated_rounds == recorded_rounds == [2, 2, 2]
