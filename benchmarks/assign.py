@@ -56,11 +56,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    default=list(ALL_IMPLS), help=f"default all: {','.join(ALL_IMPLS)}")
     p.add_argument("--steps", type=lambda s: _names(s, STEPS, "step"), default=list(STEPS))
     p.add_argument("--quick", action="store_true",
-                   help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, short Java warm-up")
+                   help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, 5 s time box, "
+                        "short Java warm-up")
     p.add_argument("--json", type=Path, help="write every result row and target line to this file")
     p.add_argument("--case-dir", type=Path, default=Path(".bench-cases"), help="where case files are written/read")
-    p.add_argument("--timebox", type=float, default=60.0,
-                   help="seconds one call may take (aiokafka, Java) before the step is reported as skipped")
+    p.add_argument("--timebox", type=float,
+                   help="seconds one call may take before the step is reported as skipped (default 60, --quick 5)")
     p.add_argument("--warmup-seconds", type=float, help="Java warm-up per step (default 3, --quick 0.5)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass over kassign's assign()")
     p.add_argument("--reuse", type=Path, metavar="JSON", action="append", default=[],
@@ -75,6 +76,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.cases = list(QUICK_CASES if args.quick else CASE_NAMES)
     if args.warmup_seconds is None:
         args.warmup_seconds = 0.5 if args.quick else 3.0
+    if args.timebox is None:
+        args.timebox = 5.0 if args.quick else 60.0
     return args
 
 

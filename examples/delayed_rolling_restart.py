@@ -4,7 +4,7 @@ handed to the others, and a member that comes back under the same ``worker_id`` 
 at once. In a rolling deploy, partitions then move only once (back to where they were) instead of
 twice, and the other members are never interrupted.
 
-Each member gets its own :class:`kassign.assignors.delayed.DelayedCooperativeStickyAssignor` with
+Each member gets its own :class:`kassign.assignors.DelayedCooperativeStickyAssignor` with
 a stable ``worker_id`` (here the member's name; in production the pod name or host:port). All
 members of the group must use it: it has its own protocol name.
 
@@ -29,7 +29,7 @@ import uuid
 from _support import check_seconds, common_parser
 
 from kassign.adapters.aiokafka import CooperativeConsumer
-from kassign.assignors.delayed import DelayedCooperativeStickyAssignor
+from kassign.assignors import DelayedCooperativeStickyAssignor
 from kassign.demo.group import DemoGroup, GroupTiming, KeyedStream, create_topic
 
 log = logging.getLogger("delayed-restart")

@@ -38,8 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from integration.driver import GroupDriver, GroupTiming, KeyedProducer
-from integration.timeline_checks import double_ownership, missing_records, owners_at, ownership_intervals, \
-    processed_offsets
+from integration.timeline_checks import (
+    double_ownership,
+    missing_records,
+    owners_at,
+    ownership_intervals,
+    processed_offsets,
+)
 from integration.topics import create_topic
 from kassign.events import Event, write_events
 from kassign.model import TopicPartition
@@ -388,7 +393,8 @@ def churn_problems(result: ChurnResult) -> list[str]:
     """The invariants of issue 9 that ``result`` breaks (empty when it passes)."""
     problems = []
     if result.double_owned_ps > 0:
-        problems.append(f"{result.double_owned_ps:.3f} double-owned partition-seconds: " + "; ".join(result.overlaps[:5]))
+        problems.append(f"{result.double_owned_ps:.3f} double-owned partition-seconds: "
+                        + "; ".join(result.overlaps[:5]))
     if result.lost:
         shown = ", ".join(f"{tp.topic}:{tp.partition} {offs[:5]}" for tp, offs in list(result.lost.items())[:5])
         problems.append(f"{sum(len(v) for v in result.lost.values())} record(s) never processed: {shown}")

@@ -396,7 +396,7 @@ class GroupDriver:
 
     def describe(self) -> str:
         """Live members, current ownership and unexpected exits: for failure messages."""
-        lines = [f"group {self.group_id}: live {self.live_members()}"]
+        lines = [f"group {self.group_id}: live {self.live_members()}; logs and timeline in {self.log_dir}"]
         for member, parts in self.assignment().items():
             lines.append(f"  {member}: {[p.partition for p in parts] if len(self.topics) == 1 else parts}")
         for member_id in self.failed_members():
@@ -449,12 +449,14 @@ class GroupDriver:
     # -- lifetime ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the producers and every member still running (cleanly, then by force)."""
+        """Stop the producers and every member still running (cleanly, then by force), and leave the
+        timeline in ``log_dir/timeline.jsonl`` next to the members' stderr logs."""
         for producer in self._producers:
             producer.stop()
         running = [m.member_id for m in self._members.values() if m.proc.poll() is None]
         if running:
             self.stop_members(running)
+        self.write_timeline(self.log_dir / "timeline.jsonl")
 
     def __enter__(self) -> GroupDriver:
         return self

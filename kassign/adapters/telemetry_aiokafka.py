@@ -72,7 +72,7 @@ def wrap_listener(recorder: RebalanceRecorder, listener: Any = None) -> Recordin
 
 
 def protocol_of(consumer: Any) -> str:
-    """"cooperative" for consumers that declare it (``rebalance_protocol``), else "eager" (aiokafka's only one)."""
+    """The protocol a consumer declares in ``rebalance_protocol`` (kassign's CooperativeConsumer), else "eager"."""
     declared = getattr(consumer, "rebalance_protocol", None)
     if callable(declared):
         declared = declared()

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -111,6 +111,27 @@ def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
     return written
 
 
+@contextlib.contextmanager
+def _logs_to_file(path: Path, *, quiet_console: bool) -> Iterator[None]:
+    """Copy log records to ``path``; with ``quiet_console``, keep them off the terminal meanwhile
+    (the live view redraws the screen, so log lines there would only flicker)."""
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    consoles = [h for h in root.handlers if type(h) is logging.StreamHandler] if quiet_console else []
+    levels = [h.level for h in consoles]
+    root.addHandler(handler)
+    for h in consoles:
+        h.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for h, level in zip(consoles, levels, strict=True):
+            h.setLevel(level)
+        root.removeHandler(handler)
+        handler.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns 0 when every step settled and no record was lost, 1 otherwise."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
@@ -118,10 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     stream = sys.stdout
     tty = stream.isatty()
-    # The clients' own INFO logs would scroll the live view away.
+    # The clients' own INFO logs would drown the view: they go to demo.log (WARNING and up).
     for noisy in ("aiokafka", "kassign.adapters", "kassign.demo.group"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_logs_to_file(out_dir / "demo.log", quiet_console=tty))
         bootstrap = args.bootstrap or _embedded_broker(stack, out_dir)
         print(f"kassign demo: broker {bootstrap}{' (embedded)' if not args.bootstrap else ''}", file=stream)
         results = asyncio.run(_run_all(bootstrap, args, stream, tty))

@@ -77,7 +77,7 @@ def write_report(out: Path, phase_rows: Sequence[Mapping[str, Any]], aggregates:
                  title: str, summary: Mapping[str, Any]) -> Path:
     """Write the PNGs and ``report.html`` (plus ``aggregates.json``) into ``out``; returns the page."""
     out.mkdir(parents=True, exist_ok=True)
-    measured = [r for r in phase_rows if r["kind"] != "initial"]
+    measured = [r for r in phase_rows if r["kind"] not in ("initial", "error")]
     images = []
     if measured:
         for metric, (name, plot_title, ylabel) in PLOTS.items():

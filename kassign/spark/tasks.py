@@ -8,6 +8,7 @@ can run anywhere the core runs.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,16 +16,19 @@ from typing import Any
 
 from kassign.events import Event, merge_events, read_events
 from kassign.metrics import PhaseMetrics, detect_phases, recording_phases, timeline_metrics
-from kassign.sim import SimConfig, make_scenario, simulate
+from kassign.sim import SimConfig, SimulationError, make_scenario, simulate
 
 __all__ = ["METRIC_FIELDS", "LABEL_FIELDS", "run_spec", "measure_group", "group_sources", "phase_kind"]
 
 #: Metric columns of a phase row, in order (see :mod:`kassign.metrics`).
 METRIC_FIELDS = ("settle_s", "window_s", "unowned_ps", "double_owned_ps", "moved", "unowned_parts", "kept",
                  "gap_kept_s", "rounds", "balance", "revoke_callbacks", "assign_callbacks")
+FLOAT_METRICS = frozenset({"settle_s", "window_s", "unowned_ps", "double_owned_ps", "gap_kept_s"})
 #: Label columns of a phase row, in order.
 LABEL_FIELDS = ("scenario_id", "source", "broker", "client", "assignor", "protocol", "members", "partitions",
                 "scenario", "seed", "phase", "kind", "settled", "sim_ms")
+
+log = logging.getLogger(__name__)
 
 RECORDED_STRATEGIES = {"range": ("range", "eager"), "sticky": ("sticky", "eager"),
                        "roundrobin": ("roundrobin", "eager"), "coop": ("cooperative-sticky", "cooperative")}
@@ -42,8 +46,7 @@ def _phase_rows(labels: dict[str, Any], metrics: dict[str, PhaseMetrics]) -> lis
     rows = []
     for phase, m in metrics.items():
         row = dict(labels, phase=phase, kind=phase_kind(phase))
-        row.update({f: float(getattr(m, f)) if isinstance(getattr(m, f), float) else int(getattr(m, f))
-                    for f in METRIC_FIELDS})
+        row.update({f: float(getattr(m, f)) if f in FLOAT_METRICS else int(getattr(m, f)) for f in METRIC_FIELDS})
         rows.append(row)
     return rows
 
@@ -69,15 +72,20 @@ def run_spec(spec: dict[str, Any], *, with_events: bool = True) -> tuple[list[di
         "client": spec["client"],
     })
     scenario = make_scenario(spec["scenario"], int(spec["members"]), int(spec["partitions"]), seed=int(spec["seed"]))
-    started = time.perf_counter()
-    result = simulate(scenario, config)
-    sim_ms = (time.perf_counter() - started) * 1000
     labels = {
         "scenario_id": int(spec["scenario_id"]), "source": "sim", "broker": spec["broker"], "client": spec["client"],
         "assignor": spec["assignor"], "protocol": spec["protocol"], "members": int(spec["members"]),
         "partitions": int(spec["partitions"]), "scenario": spec["scenario"], "seed": int(spec["seed"]),
-        "settled": bool(result.settled), "sim_ms": sim_ms,
     }
+    started = time.perf_counter()
+    try:
+        result = simulate(scenario, config)
+    except SimulationError as exc:
+        # One rejected assignment must not sink a sweep: it becomes an "error" row the report counts.
+        log.warning("scenario %s: %s", labels["scenario_id"], exc)
+        error = dict(labels, settled=False, sim_ms=(time.perf_counter() - started) * 1000, phase="error", kind="error")
+        return [dict(error, **{f: 0.0 if f in FLOAT_METRICS else 0 for f in METRIC_FIELDS})], []
+    labels.update(settled=bool(result.settled), sim_ms=(time.perf_counter() - started) * 1000)
     events = _event_rows(labels["scenario_id"], result.events) if with_events else []
     return _phase_rows(labels, result.metrics), events
 
@@ -93,10 +101,14 @@ def group_sources(paths: Sequence[str], *, merge: bool = False) -> list[list[str
             if not files:
                 raise ValueError(f"{path}: no timeline files (*.jsonl, *.jsonl.gz) in this directory")
             groups.append(files)
-        elif path.is_file():
+        elif path.is_file() and path.name.endswith(TIMELINE_SUFFIXES):
             groups.append([str(path)])
+        elif path.is_file():  # e.g. a README caught by a shell glob over run directories
+            log.warning("skipping %s: not a timeline file (%s)", path, ", ".join(TIMELINE_SUFFIXES))
         else:
             raise ValueError(f"{path}: no such file or directory")
+    if not groups:
+        raise ValueError(f"no timeline among {list(paths)}")
     if merge:
         return [[f for g in groups for f in g]]
     return groups

@@ -119,9 +119,10 @@ def test_mixed_group_converges(bootstrap_servers, group_id, topic_factory):
         group.start_member("confluent", "cooperative-sticky")
         mixed = group.wait_settled(90)
         _start_cooperative(group, 1)
-        final = group.wait_settled(60)
+        group.wait_for(lambda ev: sorted(map(len, group.assignment().values())) == [3, 3, 3, 3], 90,
+                       "4 members with 3 partitions each")
+        final = group.wait_settled(30)
         producer.stop()
         events = group.wait_all_processed(producer, 30)
-    assert len(mixed) == 3 and len(final) == 4
-    assert sorted(len(p) for p in final.values()) == [3, 3, 3, 3]
+    assert len(mixed) == 3 and sorted(map(len, final.values())) == [3, 3, 3, 3]
     assert_exclusive(events)

@@ -42,7 +42,14 @@ def test_simulated_scale_out_matches_the_live_group(strategy: str, kafka_broker,
     # Live members report no SyncGroup, so both sides count rounds from assign-callback bursts.
     predicted = timeline_metrics([e for e in result.events if e.ev != "sync"], {"out": (start, end)})["out"]
     assert predicted.moved == recorded.moved
-    assert predicted.rounds == recorded.rounds
-    if strategy == "range":  # deterministic given the member order; sticky depends on join timing
+    if strategy == "range":  # one round each side of the broker's join hold; owners follow member order
+        assert predicted.rounds == recorded.rounds
         assert predicted.final == recorded.final
+    elif kafka_broker.is_real_kafka:
+        assert predicted.rounds == recorded.rounds == 2
+    else:
+        # Tansu has no join barrier: the cooperative hand-over takes several rounds whose exact
+        # count depends on the members' heartbeat phases (recorded groups: 4 to 8 bursts).
+        assert predicted.rounds >= 3 and recorded.rounds >= 3
+        assert 0.5 <= predicted.settle_s / recorded.settle_s <= 2.0
     assert recorded.double_owned_ps == predicted.double_owned_ps == 0

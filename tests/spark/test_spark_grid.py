@@ -72,3 +72,15 @@ def test_groups_without_meta_get_detected_phases(tmp_path: Path) -> None:
         assert (a["moved"], a["rounds"]) == (b["moved"], b["rounds"])
         assert a["unowned_ps"] == pytest.approx(b["unowned_ps"], abs=1e-6)
     assert with_meta[0]["assignor"] == "range" and with_meta[0]["protocol"] == "eager"
+
+
+def test_an_assignment_the_client_would_reject_becomes_an_error_row() -> None:
+    # Tansu answers joins without a barrier, so the leader can see stale, conflicting ownership
+    # claims; in this scenario cooperative-sticky then hands a partition straight from one
+    # claimant to another, which Kafka's client refuses (validateCooperativeAssignment).
+    spec = {"scenario_id": 7, "assignor": "cooperative-sticky", "protocol": "cooperative", "broker": "tansu",
+            "client": "java", "members": 6, "partitions": 48, "scenario": "random", "seed": 11,
+            "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000}}
+    phases, events = run_spec(spec)
+    assert [(r["phase"], r["kind"], r["settled"]) for r in phases] == [("error", "error", False)]
+    assert events == []
