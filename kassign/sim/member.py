@@ -283,14 +283,20 @@ class SimMember:
 
 
 def _check_cooperative(subscriptions: dict[str, Subscription], assignment: dict[str, list[TopicPartition]]) -> None:
-    """Java's ``validateCooperativeAssignment``: no partition may go straight from one owner to
-    another in a single cooperative round."""
-    owner = {tp: m for m, sub in subscriptions.items() for tp in sub.owned_partitions}
+    """Java's ``validateCooperativeAssignment``: no partition may be revoked from one member and
+    added to another in the same cooperative round. "Added" is relative to the member's own claim,
+    so a partition two members claim may stay with either of them."""
+    added: dict[TopicPartition, str] = {}
+    revoked: dict[TopicPartition, str] = {}
     for member in sorted(assignment):
-        for tp in assignment[member]:
-            previous = owner.get(tp)
-            if previous is not None and previous != member and tp in set(subscriptions[previous].owned_partitions):
-                raise SimulationError(
-                    f"cooperative assignment moves {tp} from {previous} to {member} in one round; "
-                    f"the assignor must revoke it first"
-                )
+        owned = set(subscriptions[member].owned_partitions)
+        assigned = set(assignment[member])
+        for tp in assigned - owned:
+            added[tp] = member
+        for tp in owned - assigned:
+            revoked[tp] = member
+    for tp in sorted(added.keys() & revoked.keys()):
+        raise SimulationError(
+            f"cooperative assignment moves {tp} from {revoked[tp]} to {added[tp]} in one round; "
+            f"the assignor must revoke it first"
+        )
