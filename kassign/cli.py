@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sweep": ("kassign.spark.cli", "sweep_main", "sweep a scenario grid on Spark and write a report"),
     "analyze": ("kassign.spark.cli", "analyze_main", "aggregate recorded timelines into a report"),
     "replicas": ("kassign.placement.cli", "main", "plan Kafka replica placement (rack-aware)"),
+    "telemetry": ("kassign.telemetry.cli", "main", "Java's rebalance metrics of recorded consumers (JSON)"),
 }
 
 

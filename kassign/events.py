@@ -12,7 +12,10 @@ incremental under cooperative, the whole assignment under eager): ``cb_assigned`
 ``cb_revoked``, ``cb_lost``. Others: ``subscribed``, ``cb_revoked_done``, ``join`` (a JoinGroup
 sent; ``gen`` the generation the member had), ``sync`` (a SyncGroup answered; ``gen``,
 ``protocol``), ``progress`` (``pos``: partition -> next offset), ``commit_err``, ``closing``,
-``closed``, ``exit``, ``crash``.
+``closed``, ``exit``, ``crash``, ``processed`` (records a member processed), ``rebalance_failed``
+(``gen``, ``error``). Optional keys: ``dur`` (seconds a callback ran) and ``error`` on ``cb_*``
+events; ``"inferred": true`` on ``join``/``sync`` that telemetry worked out from the callbacks
+rather than observed; ``topics``, ``pattern``, ``group``, ``protocol`` on ``subscribed``.
 
 A partition in ``parts``/``pos`` is a bare int when the group reads one topic (the recorded data's
 form) or ``"topic:partition"``/``[topic, partition]`` otherwise; :func:`partition_of` reads all.

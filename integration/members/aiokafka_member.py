@@ -21,8 +21,6 @@ from aiokafka.errors import KafkaError
 
 from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
 
-log = logging.getLogger(__name__)
-
 _BUILTIN_ASSIGNORS = {
     "range": "aiokafka.coordinator.assignors.range:RangePartitionAssignor",
     "roundrobin": "aiokafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",

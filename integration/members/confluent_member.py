@@ -17,8 +17,6 @@ from confluent_kafka import TopicPartition as CkTP
 
 from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
 
-log = logging.getLogger(__name__)
-
 LIBRDKAFKA_STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 
 

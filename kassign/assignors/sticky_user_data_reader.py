@@ -5,6 +5,12 @@ A leader of 2,000 members that each owned one partition of each of 500 topics re
 every field for a precise error message; this reader decodes the common well-formed case with one
 struct call per entry and topic names shared across members, and defers to it for anything unusual
 (so results, and errors, are the codec's).
+
+In a large group many members' user data share one *layout*: the same topics with the same partition
+counts in the same order (a round-robin assignment gives every member one partition of each topic).
+Once a layout recurs, the reader compiles it into two structs and decodes each further member with
+the same layout in two C calls: one reads the fixed parts (lengths, names, counts) to verify them
+against the layout, the other reads every partition id and the generation.
 """
 
 from __future__ import annotations
@@ -22,21 +28,92 @@ _INT16 = struct.Struct(">h")
 _COUNT_AND_PARTITION = struct.Struct(">ii")
 _new = tuple.__new__
 
+# Layout cache states of a (length, first topic) key seen before no layout was compiled for it.
+_SEEN_ONCE = 1
+_UNUSABLE = 2
+
+
+class _Layout:
+    """A compiled user data layout: the entries' topics and partition counts in order, then a generation."""
+
+    __slots__ = ("fixed", "expected_fixed", "values", "topic_per_partition")
+
+    def __init__(self, buf: bytes, entries: list[tuple[bytes, str, int]]) -> None:
+        # fixed: the array length, then per entry (int16 length, name, int32 count) as one chunk,
+        # skipping the partition ids; values: every partition id, then the generation.
+        self.fixed = struct.Struct(">4s" + "".join(f"{6 + len(raw)}s{4 * count}x" for raw, _, count in entries))
+        self.values = struct.Struct(">4x" + "".join(f"{6 + len(raw)}x{count}i" for raw, _, count in entries) + "i")
+        self.expected_fixed = self.fixed.unpack_from(buf)
+        self.topic_per_partition = tuple(topic for _, topic, count in entries for _ in range(count))
+
+    def read(self, buf: bytes) -> tuple[list[TopicPartition], int] | None:
+        """The partitions and generation in ``buf``, or None if ``buf`` does not have this layout."""
+        if self.fixed.unpack_from(buf) != self.expected_fixed:
+            return None
+        values = self.values.unpack_from(buf)
+        # zip stops before the last value, the generation.
+        return list(map(_new, repeat(TopicPartition), zip(self.topic_per_partition, values))), values[-1]
+
 
 class StickyUserDataReader:
-    """Decodes the members' user data of one rebalance; topic names are decoded once and shared."""
+    """Decodes the members' user data of one rebalance; topic names are decoded once and shared, and
+    layouts that recur across members are compiled (see the module docstring)."""
 
     def __init__(self) -> None:
         self._names: dict[bytes, str] = {}
+        self._layouts: dict[tuple[int, bytes], _Layout | int] = {}
 
     def read(self, data: bytes | bytearray | memoryview) -> tuple[list[TopicPartition], int | None]:
         """(partitions in the order written, generation or None for V0); ProtocolError if malformed."""
         buf = bytes(data)
         try:
-            return self._read(buf)
+            return self._read_by_layout(buf) or self._read(buf)
         except (struct.error, ValueError):
             partitions, generation = decode_sticky_user_data(data)  # raises the precise ProtocolError
             return list(partitions), generation
+
+    def _read_by_layout(self, buf: bytes) -> tuple[list[TopicPartition], int] | None:
+        # Same length and same first topic: very likely the same layout (verified before use).
+        first_length = int.from_bytes(buf[4:6], "big")
+        key = (len(buf), buf[6:6 + first_length])
+        layout = self._layouts.get(key)
+        if layout is None:
+            self._layouts[key] = _SEEN_ONCE
+            return None
+        if layout is _SEEN_ONCE:
+            # Compile only layouts that recur: a member-specific layout would cost more to compile than to loop.
+            layout = self._layouts[key] = self._compile(buf) or _UNUSABLE
+        if layout is _UNUSABLE:
+            return None
+        return layout.read(buf)
+
+    def _compile(self, buf: bytes) -> _Layout | None:
+        """The layout of well-formed V1 ``buf``; None for V0 or anything :meth:`_read` would reject."""
+        (n_entries,) = _INT32.unpack_from(buf, 0)
+        if n_entries < 0:
+            return None
+        entries = []
+        pos = 4
+        for _ in range(n_entries):
+            (length,) = _INT16.unpack_from(buf, pos)
+            end = pos + 2 + length
+            if length < 0 or end > len(buf):
+                return None
+            raw = buf[pos + 2:end]
+            (count,) = _INT32.unpack_from(buf, end)
+            if count < 0:
+                return None
+            entries.append((raw, self._topic(raw), count))
+            pos = end + 4 + 4 * count
+        if len(buf) - pos < 4:
+            return None
+        return _Layout(buf, entries)
+
+    def _topic(self, raw: bytes) -> str:
+        topic = self._names.get(raw)
+        if topic is None:
+            topic = self._names[raw] = raw.decode("utf-8")
+        return topic
 
     def _read(self, buf: bytes) -> tuple[list[TopicPartition], int | None]:
         names = self._names

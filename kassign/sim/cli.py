@@ -5,7 +5,8 @@ Examples::
     kassign simulate --scenario scale_out --members 3 --partitions 24 --assignor cooperative-sticky
     kassign simulate --scenario crash --broker tansu --session-timeout-ms 2000 --heartbeat-interval-ms 300
     kassign simulate --scenario rolling_restart --static --set initial_rebalance_delay_ms=3000 --json
-    kassign simulate --replay shared/data/rebalance-timelines/kafka-java-coop-r1
+    kassign simulate --replay shared/data/rebalance-timelines/kafka-java-range-r1 --assignor cooperative-sticky
+    kassign simulate --replay telemetry/m1.jsonl telemetry/m2.jsonl --broker kafka --session-ms 45000 --heartbeat-ms 3000
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from kassign.metrics import PhaseMetrics
@@ -33,20 +33,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--members", type=int, default=3, help="members at the start (default 3)")
     p.add_argument("--partitions", type=int, default=24, help="partitions of the topic (default 24)")
     p.add_argument("--seed", type=int, default=0, help="drives the trigger's heartbeat phase and jitter")
-    p.add_argument("--assignor", choices=sorted(ASSIGNOR_CLASSES), default="cooperative-sticky")
+    p.add_argument("--assignor", choices=sorted(ASSIGNOR_CLASSES), help="default: cooperative-sticky")
     p.add_argument("--protocol", choices=("eager", "cooperative"), help="default: the assignor's most capable")
-    p.add_argument("--broker", choices=BROKER_MODELS, default="kafka")
-    p.add_argument("--client", choices=sorted(CLIENT_PRESETS), default="java")
-    p.add_argument("--session-timeout-ms", type=float, default=45000.0)
-    p.add_argument("--heartbeat-interval-ms", type=float, default=3000.0)
+    # Defaults are applied later, so that a replay can tell given settings from the recording's own.
+    p.add_argument("--broker", choices=BROKER_MODELS, help="default: kafka (a replay: the recording's)")
+    p.add_argument("--client", choices=sorted(CLIENT_PRESETS), help="default: java (a replay: the recording's)")
+    p.add_argument("--session-timeout-ms", "--session-ms", dest="session_timeout_ms", type=float,
+                   help="default: 45000 (a replay: the recording's)")
+    p.add_argument("--heartbeat-interval-ms", "--heartbeat-ms", dest="heartbeat_interval_ms", type=float,
+                   help="default: 3000 (a replay: the recording's)")
     p.add_argument("--static", action="store_true", help="static membership (group.instance.id per member)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other SimConfig setting, e.g. --set initial_rebalance_delay_ms=3000")
     p.add_argument("--events", metavar="FILE", help="write the timeline as JSON lines (.gz to compress)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--replay", metavar="RUN_DIR",
-                   help="simulate a recorded run (a directory with meta.json and events.jsonl.gz) and "
-                        "print the simulated metrics next to the recorded ones")
+    p.add_argument("--replay", metavar="RECORDING", nargs="+",
+                   help="replay a recorded group (timeline files of its members, a directory of them, or a "
+                        "recorded run directory) with --assignor/--protocol and print both side by side")
     return p
 
 
@@ -64,7 +67,13 @@ def _overrides(items: Sequence[str]) -> dict[str, Any]:
     return values
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+#: ``kassign simulate``'s defaults for the settings a replay takes from the recording instead.
+DEFAULTS = {"assignor": "cooperative-sticky", "broker": "kafka", "client": "java",
+            "session_timeout_ms": 45000.0, "heartbeat_interval_ms": 3000.0}
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line (None: not given)."""
     return {
         "assignor": args.assignor,
         "protocol": args.protocol,
@@ -72,9 +81,14 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "client": args.client,
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": args.heartbeat_interval_ms,
-        "static_membership": args.static,
+        "static_membership": args.static or None,
         **_overrides(args.set),
     }
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    given = {k: v for k, v in _given(args).items() if v is not None}
+    return {**DEFAULTS, "protocol": args.protocol, "static_membership": args.static, **given}
 
 
 def _table(rows: dict[str, PhaseMetrics], out: Any) -> None:
@@ -84,23 +98,25 @@ def _table(rows: dict[str, PhaseMetrics], out: Any) -> None:
         out.write(f"{name:<{width}}  " + "  ".join(f"{getattr(m, c):>15}" for c in COLUMNS) + "\n")
 
 
-def _replay(run_dir: str, args: argparse.Namespace) -> int:
-    from kassign.sim.calibration import RecordedRun, recorded_metrics, simulated_metrics
+def _replay(paths: Sequence[str], args: argparse.Namespace) -> int:
+    from kassign.sim.replay import load_recording, replay
 
-    path = Path(run_dir)
-    if not (path / "meta.json").is_file():
-        print(f"kassign simulate: {path} is not a recorded run (no meta.json)", file=sys.stderr)
+    try:
+        recording = load_recording(*paths)
+    except (OSError, ValueError) as exc:
+        print(f"kassign simulate: cannot read recording: {exc}", file=sys.stderr)
         return 2
-    run = RecordedRun(path, json.loads((path / "meta.json").read_text()))
-    recorded, simulated = recorded_metrics(run), simulated_metrics(run, **_overrides(args.set))
-    rows = {}
-    for phase in simulated:
-        rows[f"{phase} recorded"] = recorded[phase]
-        rows[f"{phase} simulated"] = simulated[phase]
+    report = replay(recording, **_given(args))
+    if args.events:
+        report.result.write_events(args.events)
     if args.json:
-        print(json.dumps({k: _plain(m) for k, m in rows.items()}, indent=2))
+        rows = {}
+        for phase in report.phases:
+            rows[f"{phase.name} recorded"] = _plain(phase.recorded)
+            rows[f"{phase.name} simulated"] = _plain(phase.simulated)
+        print(json.dumps(rows, indent=2))
     else:
-        _table(rows, sys.stdout)
+        sys.stdout.write(report.format())
     return 0
 
 

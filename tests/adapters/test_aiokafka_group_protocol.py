@@ -153,16 +153,3 @@ def test_leader_assignment_fails_loudly_on_a_cooperative_violation():
     # The same answer is legal under the eager protocol, where everybody revoked first.
     assert set(leader_assignment(thief, FakeCluster({"t": 1}), subs, EAGER)) == {"a", "b"}
 
-
-def test_leader_announces_the_follow_up_rebalance_when_it_withholds_partitions():
-    from kassign.adapters.aiokafka.group_protocol import FOLLOW_UP_REBALANCE
-
-    subs = {"a": Subscription(["t"], None, [TP("t", 0), TP("t", 1)], 1), "b": Subscription(["t"], None, [], 1)}
-    withholding = StubAssignor(answer={"a": [TP("t", 0)]})  # t-1 revoked from a, nobody gets it yet
-    out = leader_assignment(withholding, FakeCluster({"t": 2}), subs, COOPERATIVE)
-    assert {m: decode_assignment(b).user_data for m, b in out.items()} == {"a": FOLLOW_UP_REBALANCE,
-                                                                         "b": FOLLOW_UP_REBALANCE}
-    final = StubAssignor(answer={"a": [TP("t", 0)], "b": [TP("t", 1)]})
-    settled = {"a": Subscription(["t"], None, [TP("t", 0)], 2), "b": Subscription(["t"], None, [], 2)}
-    out = leader_assignment(final, FakeCluster({"t": 2}), settled, COOPERATIVE)
-    assert all(decode_assignment(b).user_data is None for b in out.values())

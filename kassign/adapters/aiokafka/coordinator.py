@@ -34,7 +34,6 @@ from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.group_protocol import (
-    FOLLOW_UP_REBALANCE,
     decode_member_subscriptions,
     leader_assignment,
     member_metadata,
@@ -52,10 +51,6 @@ _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 # A commit that fails with a retriable error while revoking is retried this often, then given up
 # (the partition's next owner resumes from the last committed offset: nothing is lost).
 _REVOCATION_COMMIT_ATTEMPTS = 3
-# How long after its SyncGroup a member that revoked nothing waits before joining an announced
-# follow-up rebalance: enough for every member of the round to have sent its SyncGroup, well
-# under a heartbeat interval.
-_FOLLOW_UP_GRACE_S = 0.1
 
 
 def _aio(partitions: Iterable[Any]) -> set[AioTopicPartition]:
@@ -289,17 +284,6 @@ class KassignGroupCoordinator(GroupCoordinator):
         await self._call_listener("on_partitions_assigned", added)
         if revoked:
             # The partitions just freed go out in the follow-up rebalance.
-            self.request_rejoin()
-        elif self._protocol is RebalanceProtocol.COOPERATIVE and received.user_data == FOLLOW_UP_REBALANCE:
-            # A kassign leader announced the follow-up: join it without waiting for a heartbeat to
-            # report it, but only after a grace period. Rejoining at once starts the next rebalance
-            # before slower members have sent their SyncGroup, which then fails, and the group can
-            # loop through rounds without ever settling.
-            asyncio.get_running_loop().call_later(
-                _FOLLOW_UP_GRACE_S, self._join_announced_follow_up, generation)
-
-    def _join_announced_follow_up(self, generation: int) -> None:
-        if self.generation == generation and not self._joining and not self._closing.done():
             self.request_rejoin()
 
     def _install(self, partitions: Iterable[AioTopicPartition], *, carried: Iterable[AioTopicPartition]) -> None:

@@ -27,7 +27,6 @@ from kassign.protocol import (
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "FOLLOW_UP_REBALANCE",
     "IllegalCooperativeAssignment",
     "select_rebalance_protocol",
     "member_metadata",
@@ -37,13 +36,6 @@ __all__ = [
     "check_cooperative_assignment",
     "leader_assignment",
 ]
-
-
-#: Assignment user data a kassign leader sends every member when it withholds partitions that are
-#: being revoked: a follow-up rebalance is coming, so kassign members rejoin right after SyncGroup
-#: instead of waiting for a heartbeat to report it. Java's and librdkafka's (cooperative-)sticky
-#: assignors ignore assignment user data, and kassign's assignors send none of their own.
-FOLLOW_UP_REBALANCE = b"kassign:follow-up-rebalance"
 
 
 class IllegalCooperativeAssignment(KafkaError):
@@ -199,9 +191,7 @@ def leader_assignment(
     """Run ``assignor`` for the whole group and encode one assignment per member.
 
     Every member gets assignment bytes, empty assignments included: zero-length bytes would be
-    read as "no assignment" by other clients. Under the cooperative protocol, when partitions are
-    withheld from their owners (revoked now, handed out in the follow-up rebalance), every
-    assignment carries :data:`FOLLOW_UP_REBALANCE`.
+    read as "no assignment" by other clients.
     """
     all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
     partitions_per_topic = topic_partition_counts(cluster, all_topics)
@@ -210,19 +200,11 @@ def leader_assignment(
     missing = set(subscriptions) - set(result)
     if missing:
         raise KafkaError(f"assignor {assignor.name!r} left members {sorted(missing)} out of its assignment")
-    user_data = None
     if protocol is RebalanceProtocol.COOPERATIVE:
         check_cooperative_assignment(result, subscriptions)
-        withheld = sorted(
-            {TopicPartition(*tp) for m, sub in subscriptions.items() for tp in sub.owned_partitions}
-            - {TopicPartition(*tp) for parts in result.values() for tp in parts}
-        )
-        if withheld:
-            log.info("withholding %d partitions until the follow-up rebalance: %s", len(withheld), withheld)
-            user_data = FOLLOW_UP_REBALANCE
     log.info("assignor %s assigned %s", assignor.name,
              {m: len(ps) for m, ps in sorted(result.items())})
     return {
-        member_id: encode_assignment(Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data))
+        member_id: encode_assignment(Assignment(sorted(TopicPartition(*tp) for tp in result[member_id])))
         for member_id in subscriptions
     }
