@@ -63,6 +63,7 @@ __all__ = [
     "ChurnResult",
     "ChurnFailure",
     "run_sequence",
+    "analyse",
     "check",
     "churn_problems",
     "settle_problems",
@@ -566,11 +567,12 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     write_events(path, events)
     result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
                          (first_settle, final_settle), path, duration=time.monotonic() - began)
-    _analyse(result, partitions)
+    analyse(result, partitions)
     return result
 
 
-def _analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartition]]) -> None:
+def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartition]]) -> None:
+    """Fill ``result``'s measurements from its timeline (``partitions``: topic -> its partitions)."""
     events = result.events
     result.generations = len({e.extra["gen"] for e in events if isinstance(e.extra.get("gen"), int)
                               and e.extra["gen"] >= 0 and e.ev in ("cb_assigned", "cb_revoked", "sync")})

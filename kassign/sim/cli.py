@@ -1,4 +1,4 @@
-"""``kassign simulate``: simulate one scenario (or replay a recorded run) and print its metrics.
+"""``kassign simulate``: simulate one scenario (or replay a recorded group under another assignor) and print its metrics.
 
 Examples::
 

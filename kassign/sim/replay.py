@@ -24,7 +24,6 @@ for each membership change on both timelines.
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,8 +49,6 @@ __all__ = [
     "replay",
     "COMPARED_METRICS",
 ]
-
-log = logging.getLogger(__name__)
 
 #: Joins (or leaves) closer together than this many seconds are one scale-out (scale-in) step.
 GROUP_GAP_S = 0.5
@@ -519,6 +516,13 @@ def replay(recording: Recording, config: SimConfig | None = None, **settings: An
     """
     config = config or replay_config(recording, **settings)
     plan = plan_replay(recording, config)
+    if recording.meta is None:
+        assumed = [f"{label} {value}" for key, label, value in (
+            ("broker", "broker", config.broker), ("session_timeout_ms", "session", f"{config.session_timeout_ms:g} ms"),
+            ("heartbeat_interval_ms", "heartbeat", f"{config.heartbeat_interval_ms:g} ms"))
+            if settings.get(key) is None]
+        if assumed:
+            plan.notes.append(f"no meta.json: assumed {', '.join(assumed)} (--broker, --session-ms, --heartbeat-ms)")
     result = simulate(plan.scenario, config)
     keep_sync = any(e.ev == "sync" and e.extra.get("gen") is not None and not e.extra.get("inferred")
                     for e in recording.events)

@@ -15,7 +15,10 @@ import pytest
 from integration.churn import (
     ACTIONS,
     PROFILES,
+    ChurnFailure,
     ChurnProfile,
+    ChurnResult,
+    analyse,
     check,
     excused_partitions,
     generate_sequence,
@@ -143,6 +146,27 @@ def test_unowned_partition_seconds_count_only_while_someone_reads_the_topic():
     # window [0, 10]: a:0 unowned over [0,1) and [4,6) = 3 s; b read from 5, owned from 6 = 1 s
     assert math.isclose(unowned_partition_seconds(events, parts, 0, 10), 4.0)
     assert math.isclose(unowned_partition_seconds(events, parts, 2, 3), 0.0)
+
+
+def test_a_broken_timeline_fails_with_the_seed_the_steps_and_the_replay_command():
+    sequence = generate_sequence(5, "small")
+    events = [
+        ev("m1", 1, "cb_assigned", [A0, A1]),
+        ev("m1", 2, "processed", ranges={"a:0": [[0, 4]], "a:1": [[0, 1]]}),
+        ev("m2", 3, "cb_assigned", [A1]),  # m1 never gave a:1 up
+        ev("m2", 4, "processed", ranges={"a:1": [[0, 2]]}),
+        ev("m1", 5, "cb_revoked", [A1]),
+    ]
+    result = ChurnResult(sequence, events, {A0: [0, 1, 2, 3, 4, 5], A1: [0, 1, 2]}, [], {}, (0.0, 6.0))
+    analyse(result, {"a": [A0, A1]})
+    assert math.isclose(result.double_owned_ps, 2.0)
+    assert result.lost == {A0: [5]}
+    assert result.duplicates == 2 and result.unexcused_duplicates == {A1: 2}
+    with pytest.raises(ChurnFailure) as failure:
+        check(result)
+    message = str(failure.value)
+    assert "a:1 owned by both m1 and m2" in message and "never processed" in message
+    assert sequence.describe() in message and "--seed 5 --profile small" in message
 
 
 # -- on the broker -----------------------------------------------------------------------------
