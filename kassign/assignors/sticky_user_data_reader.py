@@ -16,6 +16,7 @@ against the layout, the other reads every partition id and the generation.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from itertools import repeat
 
 from kassign.model import TopicPartition
@@ -25,7 +26,6 @@ __all__ = ["StickyUserDataReader"]
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
-_COUNT_AND_PARTITION = struct.Struct(">ii")
 _new = tuple.__new__
 
 # Layout cache states of a (length, first topic) key seen before no layout was compiled for it.
@@ -61,6 +61,8 @@ class StickyUserDataReader:
 
     def __init__(self) -> None:
         self._names: dict[bytes, str] = {}
+        #: topic name length -> unpack_from of (name, partition count, first partition)
+        self._entry_heads: dict[int, Callable[[bytes, int], tuple[bytes, int, int]]] = {}
         self._layouts: dict[tuple[int, bytes], _Layout | int] = {}
 
     def read(self, data: bytes | bytearray | memoryview) -> tuple[list[TopicPartition], int | None]:
@@ -116,34 +118,35 @@ class StickyUserDataReader:
         return topic
 
     def _read(self, buf: bytes) -> tuple[list[TopicPartition], int | None]:
-        names = self._names
+        names, heads = self._names, self._entry_heads
         (entries,) = _INT32.unpack_from(buf, 0)
         if entries < 0:
             raise ValueError("negative array length")
         out: list[TopicPartition] = []
         append, extend = out.append, out.extend
         pos = 4
-        int16, pair, tp_type = _INT16.unpack_from, _COUNT_AND_PARTITION.unpack_from, TopicPartition
+        int16, tp_type = _INT16.unpack_from, TopicPartition
         for _ in range(entries):
             (length,) = int16(buf, pos)
-            start = pos + 2
-            end = start + length
-            if length < 0 or end > len(buf):
-                raise ValueError("bad topic length")
-            key = buf[start:end]
-            topic = names.get(key)
+            head = heads.get(length)
+            if head is None:
+                if length < 0:
+                    raise ValueError("negative topic length")
+                head = heads[length] = struct.Struct(f">{length}sii").unpack_from
+            # The name, the partition count and the first partition in one call (most entries have one).
+            raw, count, first = head(buf, pos + 2)
+            topic = names.get(raw)
             if topic is None:
-                topic = names[key] = key.decode("utf-8")
-            count, first = pair(buf, end)
+                topic = names[raw] = raw.decode("utf-8")
             if count == 1:
                 append(_new(tp_type, (topic, first)))
-                pos = end + 8
+                pos += length + 10
             else:
                 if count < 0:
                     raise ValueError("negative partition count")
-                partitions = struct.unpack_from(f">{count}i", buf, end + 4)
-                extend(map(_new, repeat(tp_type), zip(repeat(topic), partitions)))
-                pos = end + 4 + 4 * count
+                pos += length + 6
+                extend(map(_new, repeat(tp_type), zip(repeat(topic), struct.unpack_from(f">{count}i", buf, pos))))
+                pos += 4 * count
         if len(buf) - pos >= 4:
             return out, _INT32.unpack_from(buf, pos)[0]
         return out, None
