@@ -359,7 +359,7 @@ class ChurnResult:
 
     sequence: ChurnSequence
     events: list[Event]
-    produced: dict[TopicPartition, list[int]]
+    produced: dict[TopicPartition, list[int]]  # acknowledged offsets, on topics read at the end
     producer_errors: list[str]
     failed_members: dict[str, str]
     settled_at: tuple[float, float]  # first settle of the initial group, final settle
@@ -372,6 +372,8 @@ class ChurnResult:
     unexcused_duplicates: dict[TopicPartition, int] = field(default_factory=dict)
     lost: dict[TopicPartition, list[int]] = field(default_factory=dict)
     excused: dict[TopicPartition, str] = field(default_factory=dict)
+    #: records of topics no member read when the sequence ended (left out of ``produced``)
+    unread: int = 0
     duration: float = 0.0
 
     @property
@@ -380,7 +382,7 @@ class ChurnResult:
 
     def summary(self) -> str:
         return (f"seed {self.sequence.seed}: {len(self.sequence.steps)} steps, {self.generations} generations, "
-                f"{self.records} records, double-owned {self.double_owned_ps:.3f} ps, unowned "
+                f"{self.records} records ({self.unread} unread), double-owned {self.double_owned_ps:.3f} ps, unowned "
                 f"{self.unowned_ps:.1f} ps, duplicates {self.duplicates} (unexcused "
                 f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
                 f"{self.duration:.1f}s")
@@ -548,7 +550,11 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         step_label = "draining"
         for producer in producers:
             producer.stop()
-        produced = {tp: offs for p in producers for tp, offs in p.produced().items()}
+        # records of a topic nobody reads at the end wait for a future reader: not lost, not required
+        read = {topic for topics in pool.live().values() for topic in topics}
+        every = {tp: offs for p in producers for tp, offs in p.produced().items()}
+        produced = {tp: offs for tp, offs in every.items() if tp.topic in read}
+        unread = sum(len(offs) for tp, offs in every.items() if tp.topic not in read)
         pool.wait_for(lambda ev: [f"{sum(map(len, missing_records(ev, produced).values()))} records unprocessed"]
                       if missing_records(ev, produced) else [], settle_timeout, "all produced records processed")
     except (TimeoutError, RuntimeError) as exc:
@@ -566,7 +572,7 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     path = log_root / "timeline.jsonl"
     write_events(path, events)
     result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
-                         (first_settle, final_settle), path, duration=time.monotonic() - began)
+                         (first_settle, final_settle), path, unread=unread, duration=time.monotonic() - began)
     analyse(result, partitions)
     return result
 

@@ -28,15 +28,17 @@ _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _new = tuple.__new__
 
-# Layout cache states of a (length, first topic) key seen before no layout was compiled for it.
+# States of a layout key without a compiled layout: seen once so far, or not worth compiling.
 _SEEN_ONCE = 1
 _UNUSABLE = 2
+# A compiled layout is dropped when the members sharing its key miss it this many times more than they hit it.
+_MAX_EXCESS_MISSES = 3
 
 
 class _Layout:
     """A compiled user data layout: the entries' topics and partition counts in order, then a generation."""
 
-    __slots__ = ("fixed", "expected_fixed", "values", "topic_per_partition")
+    __slots__ = ("fixed", "expected_fixed", "values", "topic_per_partition", "hits", "misses")
 
     def __init__(self, buf: bytes, entries: list[tuple[bytes, str, int]]) -> None:
         # fixed: the array length, then per entry (int16 length, name, int32 count) as one chunk,
@@ -45,6 +47,7 @@ class _Layout:
         self.values = struct.Struct(">4x" + "".join(f"{6 + len(raw)}x{count}i" for raw, _, count in entries) + "i")
         self.expected_fixed = self.fixed.unpack_from(buf)
         self.topic_per_partition = tuple(topic for _, topic, count in entries for _ in range(count))
+        self.hits = self.misses = 0
 
     def read(self, buf: bytes) -> tuple[list[TopicPartition], int] | None:
         """The partitions and generation in ``buf``, or None if ``buf`` does not have this layout."""
@@ -82,12 +85,20 @@ class StickyUserDataReader:
         if layout is None:
             self._layouts[key] = _SEEN_ONCE
             return None
-        if layout is _SEEN_ONCE:
+        if layout == _SEEN_ONCE:
             # Compile only layouts that recur: a member-specific layout would cost more to compile than to loop.
             layout = self._layouts[key] = self._compile(buf) or _UNUSABLE
-        if layout is _UNUSABLE:
+        if layout == _UNUSABLE:
             return None
-        return layout.read(buf)
+        result = layout.read(buf)
+        if result is not None:
+            layout.hits += 1
+        else:
+            # Members sharing a key with different layouts (e.g. one extra partition each) waste the check.
+            layout.misses += 1
+            if layout.misses > layout.hits + _MAX_EXCESS_MISSES:
+                self._layouts[key] = _UNUSABLE
+        return result
 
     def _compile(self, buf: bytes) -> _Layout | None:
         """The layout of well-formed V1 ``buf``; None for V0 or anything :meth:`_read` would reject."""
