@@ -295,7 +295,9 @@ def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, meas
             continue
         previous = None
         if step != "fresh":
-            previous = {m: tps for m, tps in fresh.items() if m != case.leaver}
+            # leave: the leaver's partitions are unowned; join: everyone owns its fresh result,
+            # as in the kafka4-uniform tool's join step.
+            previous = {m: tps for m, tps in fresh.items() if step != "leave" or m != case.leaver}
         prepared = impl.prepare(case, members, previous, PREVIOUS_GENERATION)
         try:
             samples, result = measure(lambda: impl.run(prepared), limit, max_reps)

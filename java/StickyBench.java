@@ -5,7 +5,7 @@
 //        [--assignor sticky|cooperative-sticky] [--steps fresh,leave,join] [--warmup-seconds 3] [--timebox 60]
 //
 // Steps: fresh (no previous assignment); leave (the leaver gone, everyone else owning its own fresh
-// result in generation 1); join (the joiner added with nothing owned). The eager StickyAssignor gets the
+// result in generation 1); join (the joiner added with nothing owned, everyone else owning its fresh result). The eager StickyAssignor gets the
 // previous assignment as V1 user data produced by a member's own StickyAssignor (onAssignment +
 // subscriptionUserData), so assign() pays the decode as a leader does; CooperativeStickyAssignor gets
 // ownedPartitions + generationId (protocol v2+). Subscriptions are rebuilt before every call (the user
@@ -319,7 +319,8 @@ public class StickyBench {
                     continue;
                 }
                 previous = new HashMap<>(fresh);
-                previous.remove(c.leaver);   // the leaver's partitions are unowned
+                // leave: the leaver's partitions are unowned; join: everyone owns its fresh result
+                if (step.equals("leave")) previous.remove(c.leaver);
             }
             Map<String, MemberInput> inputs = memberInputs(cooperative, subs, previous, 1);
             Timing t;
