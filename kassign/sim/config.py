@@ -41,6 +41,12 @@ class SimConfig:
     ``static_membership`` gives every member a ``group.instance.id`` (KIP-345), so a restart
     within the session timeout costs no rebalance. ``jitter_ms`` spreads each latency uniformly
     by up to that much, drawn from the scenario's seeded random generator.
+
+    ``fast_follow_up`` makes members kassign consumers with the fast follow-up
+    (:mod:`kassign.sim.follow_up`): a kassign leader whose cooperative assignor withholds
+    partitions marks every assignment, and a kassign member that receives the mark rejoins as
+    soon as its revocations are done. ``kassign_members`` names the members (``m1``...) that run
+    kassign in a mixed group (None: all of them); the others behave as ``client`` says.
     """
 
     assignor: str = "cooperative-sticky"
@@ -63,12 +69,18 @@ class SimConfig:
     processing_ms: float = 0.0  # record processing per poll loop; delays noticing a rebalance
     jitter_ms: float = 0.0
     horizon_ms: float = 600000.0  # give up on settling this long after the last step
+    fast_follow_up: bool = False
+    kassign_members: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.broker not in BROKER_MODELS:
             raise ValueError(f"unknown broker model {self.broker!r}; expected one of {BROKER_MODELS}")
         if self.client not in CLIENT_PRESETS:
             raise ValueError(f"unknown client {self.client!r}; expected one of {tuple(CLIENT_PRESETS)}")
+        if self.kassign_members is not None:
+            if isinstance(self.kassign_members, str) or not all(isinstance(m, str) for m in self.kassign_members):
+                raise TypeError(f"kassign_members must be a sequence of member names, got {self.kassign_members!r}")
+            object.__setattr__(self, "kassign_members", tuple(self.kassign_members))  # lists from YAML/JSON
         if self.protocol is not None and not isinstance(self.protocol, RebalanceProtocol):
             raise TypeError(f"protocol must be a RebalanceProtocol or None, got {self.protocol!r}")
         for f in dataclasses.fields(self):
@@ -85,6 +97,10 @@ class SimConfig:
         """A client latency (``network_ms``, ``poll_ms``...): the explicit setting or the preset's."""
         value = getattr(self, name)
         return CLIENT_PRESETS[self.client][name] if value is None else float(value)
+
+    def follows_up_fast(self, member: str) -> bool:
+        """Whether ``member`` (``m1``...) runs kassign with the fast follow-up."""
+        return self.fast_follow_up and (self.kassign_members is None or member in self.kassign_members)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SimConfig:

@@ -7,6 +7,17 @@ assignment. Cooperative (KIP-429): the member keeps its partitions through the r
 them as owned partitions, and after SyncGroup revokes only what the leader took away, then
 joins again at once so those partitions can be handed over in a second round. A stable member
 learns of a rebalance only from its next heartbeat (the heartbeat timer restarts at every sync).
+
+That includes a LeaveGroup or a crash: the classic protocol has no way for the broker or the
+departing member to tell the survivors, so they find out from their next heartbeat after the
+coordinator began the rebalance, on average half a heartbeat interval later. Neither kassign nor
+any other client can shorten that wait except by heartbeating more often.
+
+kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.sim.follow_up`) removes the other
+heartbeat wait, the one before a cooperative follow-up rebalance: a kassign leader whose assignor
+withholds partitions marks every assignment, and a marked kassign member rejoins right after its
+revocations (at once if it has none), once per marked generation and never for two marked
+generations in a row (then it waits for its heartbeat, as other clients do).
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
+from kassign.sim.follow_up import mark_follow_up, read_follow_up
 
 if TYPE_CHECKING:
     from kassign.sim.coordinator import JoinResponse, SyncResponse
@@ -48,16 +60,20 @@ class GroupContext(Protocol):
 
 class SimMember:
     """One incarnation of a consumer: ``name`` is its id in the timeline (``m1``...), ``id`` its
-    broker member id (a new one per restart, as a real consumer gets)."""
+    broker member id (a new one per restart, as a real consumer gets). ``fast_follow_up``: a
+    kassign consumer that sets and acts on the follow-up mark."""
 
     def __init__(self, name: str, incarnation: int, ctx: GroupContext, assignor: Any, topics: Iterable[str],
-                 instance_id: str | None = None) -> None:
+                 instance_id: str | None = None, fast_follow_up: bool = False) -> None:
         self.name = name
         self.id = f"{name}-{incarnation}"
         self.ctx = ctx
         self.assignor = assignor
         self.topics = sorted(set(topics))
         self.instance_id = instance_id
+        self.fast_follow_up = fast_follow_up
+        self._followed_mark = -1  # generation of the last follow-up mark acted on
+        self._followed_last = False  # whether the last SyncGroup's mark was acted on
         self.state = "down"  # down, unjoined, joining, syncing, stable
         self.generation = -1
         self.owned: set[TopicPartition] = set()
@@ -181,18 +197,21 @@ class SimMember:
         delay = self.ctx.latency("network_ms")
         assignment = None
         if response.leader == self.id:
-            assignment = self._lead(response.members or {})
+            assignment = self._lead(response.members or {}, response.generation)
             delay += self.ctx.latency("assign_ms")  # the leader's SyncGroup leaves after the others'
         self.ctx.loop.after(delay, self.ctx.coordinator.sync, self, response.generation, assignment)
 
-    def _lead(self, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
+    def _lead(self, subscriptions: dict[str, Subscription], generation: int) -> dict[str, Assignment]:
         """The leader's ``onLeaderElected``: run the assignor, check a cooperative result, attach
-        the user data an assignor hands every member (``assignment_user_data``, if it has one)."""
+        the user data an assignor hands every member (``assignment_user_data``, if it has one),
+        marked "follow-up pending" by a kassign leader whose assignor withheld partitions."""
         ppt = dict(self.ctx.partitions_per_topic)
         assignment = self.assignor.assign(ppt, subscriptions)
         if self.cooperative:
             _check_cooperative(subscriptions, assignment)
         user_data = getattr(self.assignor, "assignment_user_data", None)
+        if self.fast_follow_up and self.cooperative and getattr(self.assignor, "partitions_transferring_ownership", None):
+            user_data = mark_follow_up(generation, user_data)
         self.ctx.leader_assigned(self)
         return {m: Assignment(sorted(parts), user_data) for m, parts in assignment.items()}
 
@@ -206,11 +225,22 @@ class SimMember:
         ctx = self.ctx
         self.generation = response.generation
         self.state = "stable"
-        ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name)
+        mark, user_data = read_follow_up(response.user_data)  # other clients skip the mark too
+        # At most one fast follow-up in a row: on a broker that answers the leader's SyncGroup
+        # before the others' (Tansu), a leader rejoining at once would start a new generation
+        # before the others could sync, revoke, and so stop the next round from withholding.
+        follow_up = (self.fast_follow_up and mark is not None and mark > self._followed_mark
+                     and not self._followed_last)
+        self._followed_last = follow_up
+        if follow_up:
+            self._followed_mark = mark  # type: ignore[assignment]
+            ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name, follow_up=True)
+        else:
+            ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name)
         assigned = set(response.partitions)
         self.assignor.on_assignment(sorted(assigned), response.generation)
         self._schedule_heartbeat(ctx.loop.now + ctx.heartbeat_s)
-        self._follow_assignor(response.user_data)
+        self._follow_assignor(user_data)
         revoked = self.owned - assigned
         added = assigned - self.owned
         if revoked:
@@ -222,6 +252,8 @@ class SimMember:
             ctx.loop.after(delay, self.request_rejoin)  # cooperative: hand the revoked partitions over
         else:
             self._assigned(added)
+            if follow_up:
+                self.request_rejoin()  # without waiting for a heartbeat to report the follow-up
 
     def _follow_assignor(self, user_data: bytes | None) -> None:
         """Assignors that schedule rebalances (Connect-style delayed reassignment) read their

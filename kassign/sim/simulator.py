@@ -150,7 +150,8 @@ class _Simulation:
         incarnation = self._incarnations.get(name, 0) + 1
         self._incarnations[name] = incarnation
         member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
-                           instance_id=name if self.config.static_membership else None)
+                           instance_id=name if self.config.static_membership else None,
+                           fast_follow_up=self.config.follows_up_fast(name))
         self.members[name] = member
         member.start()
         return member
