@@ -68,10 +68,23 @@ def _rolling_restart(seed: int, phase: float) -> Scenario:
     return Scenario(6, {TOPIC: PARTITIONS}, seed=seed, name="rolling_restart").then(RollingRestart(phase=phase))
 
 
+def _one_leaves(seed: int, phase: float) -> Scenario:
+    return Scenario(6, {TOPIC: PARTITIONS}, seed=seed, name="one_leaves").then(ScaleIn(1, phase=phase))
+
+
+def _one_joins(seed: int, phase: float) -> Scenario:
+    return Scenario(5, {TOPIC: PARTITIONS}, seed=seed, name="one_joins").then(ScaleOut(1, phase=phase))
+
+
 SCENARIOS: dict[str, Callable[[int, float], Scenario]] = {
     "scale-out 3->6": _scale_out,
     "scale-in 6->3": _scale_in,
     "rolling restart 6": _rolling_restart,
+}
+#: The two halves of one restart, to explain the rolling restart's figures.
+RESTART_HALVES: dict[str, Callable[[int, float], Scenario]] = {
+    "one leaves 6->5": _one_leaves,
+    "one joins 5->6": _one_joins,
 }
 
 
@@ -95,7 +108,7 @@ def config_for(broker: str, strategy: str) -> SimConfig:
 
 def measure(broker: str, scenario: str, strategy: str, seeds: Sequence[int]) -> Cell:
     """Simulate every seed and take the median of each metric of the scenario's phase."""
-    samples: dict[str, list[float]] = {attr: [] for _, attr, _ in COLUMNS}
+    samples: dict[str, list[float]] = {attr: [] for attr in (*(a for _, a, _ in COLUMNS), "unowned_parts")}
     settled = True
     config = config_for(broker, strategy)
     for seed in seeds:
@@ -103,9 +116,20 @@ def measure(broker: str, scenario: str, strategy: str, seeds: Sequence[int]) -> 
         result = simulate(SCENARIOS[scenario](seed, phase), config)
         settled = settled and result.settled
         metrics = next(m for name, m in result.metrics.items() if name.startswith("1:"))  # the one step's phase
-        for _, attr, _ in COLUMNS:
-            samples[attr].append(float(getattr(metrics, attr)))
+        for attr, values in samples.items():
+            values.append(float(getattr(metrics, attr)))
     return Cell(broker, scenario, strategy, {a: statistics.median(v) for a, v in samples.items()}, settled)
+
+
+def measure_scenario(build: Callable[[int, float], Scenario], broker: str, strategy: str,
+                     seeds: Sequence[int]) -> float:
+    """Median unowned partition-seconds of ``build``'s one step."""
+    config = config_for(broker, strategy)
+    values = []
+    for seed in seeds:
+        result = simulate(build(seed, random.Random(seed).random()), config)
+        values.append(next(m for name, m in result.metrics.items() if name.startswith("1:")).unowned_ps)
+    return statistics.median(values)
 
 
 def run(seeds: Sequence[int], brokers: Sequence[str]) -> list[Cell]:
@@ -114,7 +138,8 @@ def run(seeds: Sequence[int], brokers: Sequence[str]) -> list[Cell]:
 
 
 def markdown(cells: Sequence[Cell], seeds: Sequence[int]) -> str:
-    """One Markdown table per broker, then the ratio lines and the target's verdict."""
+    """One Markdown table per broker, then the ratio lines, the target's verdict and, on Kafka,
+    where the fast follow-up's remaining unowned time comes from."""
     lines: list[str] = []
     for broker in dict.fromkeys(c.broker for c in cells):
         session, heartbeat = BROKERS[broker]
@@ -140,7 +165,35 @@ def markdown(cells: Sequence[Cell], seeds: Sequence[int]) -> str:
             met = fast <= TARGET_RATIO * eager
             lines.append(f"- target on Kafka, {scenario}: fast follow-up {fast:.2f} <= {TARGET_RATIO:g} x eager "
                          f"{eager:.2f}: {'met' if met else 'NOT met'}")
+        lines += ["", *_why(cells, seeds)]
     return "\n".join(lines)
+
+
+def _why(cells: Sequence[Cell], seeds: Sequence[int]) -> list[str]:
+    """Kafka: what each strategy's unowned time is made of, from further simulations."""
+    out = ["Where the unowned time goes on Kafka:"]
+    eager = _cell(cells, "kafka", "scale-out 3->6", BASELINE).medians
+    fast = _cell(cells, "kafka", "scale-out 3->6", FAST).medians
+    if eager["unowned_parts"] and fast["unowned_parts"]:
+        per_eager = eager["unowned_ps"] / eager["unowned_parts"]
+        per_fast = fast["unowned_ps"] / fast["unowned_parts"]
+        out.append(f"- scale-out: eager leaves {eager['unowned_parts']:g} partitions unowned for one join/sync round "
+                   f"({per_eager * 1000:.0f} ms each); the fast follow-up only the {fast['unowned_parts']:g} "
+                   f"that move, but for their revocation, a poll and a second join/sync round "
+                   f"({per_fast * 1000:.0f} ms each): "
+                   f"ratio {fast['unowned_parts']:g} x {per_fast * 1000:.0f} / ({eager['unowned_parts']:g} x "
+                   f"{per_eager * 1000:.0f}) = {fast['unowned_ps'] / eager['unowned_ps']:.2f}; below 0.5 only if the "
+                   f"second round were faster than eager's only one.")
+    halves = {(h, st): measure_scenario(build, "kafka", st, seeds) for h, build in RESTART_HALVES.items()
+              for st in (BASELINE, FAST)}
+    leave_e, join_e = halves[("one leaves 6->5", BASELINE)], halves[("one joins 5->6", BASELINE)]
+    leave_f, join_f = halves[("one leaves 6->5", FAST)], halves[("one joins 5->6", FAST)]
+    out.append(f"- rolling restart = 6 x (one member leaves + it joins again): eager {leave_e:.2f} + {join_e:.2f}, "
+               f"fast follow-up {leave_f:.2f} + {join_f:.2f} partition-s per restart. The leave dominates and no "
+               f"client can shorten it: the survivors learn of a LeaveGroup only from their next heartbeat (on "
+               f"average half an interval), meanwhile the leaver's partitions have no owner under every strategy. "
+               f"Floor of the ratio with the join free: {leave_f / (leave_e + join_e):.2f}.")
+    return out
 
 
 def _cell(cells: Sequence[Cell], broker: str, scenario: str, strategy: str) -> Cell:

@@ -265,7 +265,8 @@ class KafkaCoordinator(Coordinator):
         self._remove(member_id)
 
     def leave(self, member: SimMember) -> None:
-        """LeaveGroup: the member goes at once (no session timeout)."""
+        """LeaveGroup: the member goes at once (no session timeout); the others learn of it only
+        from their next heartbeat."""
         self._remove(member.id)
 
     def _remove(self, member_id: str) -> None:

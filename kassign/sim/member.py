@@ -210,7 +210,8 @@ class SimMember:
         if self.cooperative:
             _check_cooperative(subscriptions, assignment)
         user_data = getattr(self.assignor, "assignment_user_data", None)
-        if self.fast_follow_up and self.cooperative and getattr(self.assignor, "partitions_transferring_ownership", None):
+        withheld = getattr(self.assignor, "partitions_transferring_ownership", None)
+        if self.fast_follow_up and self.cooperative and withheld:
             user_data = mark_follow_up(generation, user_data)
         self.ctx.leader_assigned(self)
         return {m: Assignment(sorted(parts), user_data) for m, parts in assignment.items()}

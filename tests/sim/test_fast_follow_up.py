@@ -142,3 +142,13 @@ def test_kassign_members_setting_is_checked_and_round_trips() -> None:
     assert not SimConfig(kassign_members=("m1",)).follows_up_fast("m1")  # the flag is off
     with pytest.raises(TypeError, match="'m1'"):
         SimConfig(kassign_members="m1")  # type: ignore[arg-type]
+
+
+def test_predicted_table_prints_every_cell(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.predicted_rebalance import SCENARIOS, STRATEGIES, main
+
+    assert main(["--seeds", "1", "--broker", "kafka"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "strategy" not in line]
+    assert len(rows) == len(SCENARIOS) * len(STRATEGIES)
+    assert "fast follow-up / eager range" in out and "target on Kafka" in out

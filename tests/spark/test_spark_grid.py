@@ -74,13 +74,19 @@ def test_groups_without_meta_get_detected_phases(tmp_path: Path) -> None:
     assert with_meta[0]["assignor"] == "range" and with_meta[0]["protocol"] == "eager"
 
 
-def test_an_assignment_the_client_would_reject_becomes_an_error_row() -> None:
-    # Tansu answers joins without a barrier, so the leader can see stale, conflicting ownership
-    # claims; in this scenario cooperative-sticky then hands a partition straight from one
-    # claimant to another, which Kafka's client refuses (validateCooperativeAssignment).
+def test_an_assignment_the_client_would_reject_becomes_an_error_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A scenario the simulated client rejects (e.g. Java's validateCooperativeAssignment failing)
+    # must become one "error" row instead of failing the whole Spark job.
+    import kassign.spark.tasks as tasks
+    from kassign.sim import SimulationError
+
+    def rejecting(*args, **kwargs):
+        raise SimulationError("cooperative assignment moves topic-3 from m1 to m2 in one round")
+
+    monkeypatch.setattr(tasks, "simulate", rejecting)
     spec = {"scenario_id": 7, "assignor": "cooperative-sticky", "protocol": "cooperative", "broker": "tansu",
             "client": "java", "members": 6, "partitions": 48, "scenario": "random", "seed": 11,
             "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000}}
-    phases, events = run_spec(spec)
+    phases, events = tasks.run_spec(spec)
     assert [(r["phase"], r["kind"], r["settled"]) for r in phases] == [("error", "error", False)]
     assert events == []

@@ -14,7 +14,12 @@ leader computes and what a member does with its assignment, as Java's ConsumerCo
   revoked something so the follow-up rebalance hands the freed partitions out;
 * EAGER: everything is revoked before joining, as aiokafka does;
 * partitions lost to a generation reset (fenced, session expired) go to the listener's
-  ``on_partitions_lost`` when it has one (else ``on_partitions_revoked``) and are not committed.
+  ``on_partitions_lost`` when it has one (else ``on_partitions_revoked``) and are not committed;
+* an assignor with group-wide state (the delayed assignor) gets it sent to every member and
+  received back through ``on_assignment_user_data``; when it then asks for a rejoin after
+  ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
+* a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
+  hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ def _aio(partitions: Iterable[Any]) -> set[AioTopicPartition]:
 class _Rebalance(CoordinatorGroupRebalance):
     """One JoinGroup/SyncGroup round with every protocol in a single JoinGroup request."""
 
+    #: The JoinGroup error of this round, by name (None when JoinGroup succeeded or was not answered).
+    join_error: str | None = None
+
     async def perform_group_join(self) -> tuple[str, bytes] | None:
         coordinator: KassignGroupCoordinator = self._coordinator
         topics = self._subscription.topics
@@ -84,6 +92,7 @@ class _Rebalance(CoordinatorGroupRebalance):
                 return None
             error_type = Errors.for_code(response.error_code)
             if error_type is not Errors.MemberIdRequired:
+                self.join_error = error_type.__name__ if error_type is not Errors.NoError else None
                 break
             # KIP-394: the broker hands out the member id and wants the join repeated with it.
             coordinator.member_id = response.member_id
@@ -149,6 +158,9 @@ class KassignGroupCoordinator(GroupCoordinator):
         self._commit_response_for: tuple[int, str] | None = None
         self._commit_reset_wanted = False
         self._joining = False
+        # The assignor's requested rejoin (its delay ending), pending until it fires or a new
+        # assignment, leaving or closing replaces it.
+        self._scheduled_rejoin: asyncio.TimerHandle | None = None
         super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
 
     @property
@@ -213,19 +225,36 @@ class KassignGroupCoordinator(GroupCoordinator):
             self._retry_backoff_ms,
         )
         self._joining = True
+        self._call_hook("rebalance_started", self.generation if self.generation >= 0 else None)
         try:
             result = await rebalance.perform_group_join()
+        except Exception as exc:
+            self._call_hook("rebalance_completed", False, None, exc)
+            raise
         finally:
             self._joining = False
         if not subscription.active:
+            self._call_hook("rebalance_completed", False, None, "subscription changed during the rebalance")
             log.debug("subscription changed during the rebalance of group %s; rejoining", self.group_id)
             return False
         if result is None:
+            self._call_hook("rebalance_completed", False, None, rebalance.join_error)
             await asyncio.sleep(self._retry_backoff_ms / 1000)
             return False
+        self._call_hook("rebalance_completed", True, self.generation, None)
         protocol, assignment_bytes = result
         await self._on_join_complete(self.generation, self.member_id, protocol, assignment_bytes)
         return True
+
+    def _call_hook(self, name: str, *args: Any) -> None:
+        """Call the listener's telemetry hook ``name`` if it has one; its failures are only logged."""
+        hook = getattr(self._subscription.listener, name, None)
+        if hook is None:
+            return
+        try:
+            hook(*args)
+        except Exception:
+            log.exception("rebalance listener hook %s of group %s failed", name, self.group_id)
 
     # -- leader ----------------------------------------------------------------------------
 
@@ -265,6 +294,7 @@ class KassignGroupCoordinator(GroupCoordinator):
             assigned -= foreign
             self.request_rejoin()
         assignor.on_assignment(sorted(TopicPartition(tp.topic, tp.partition) for tp in assigned), generation)
+        self._follow_assignor_schedule(assignor, received.user_data)
 
         revoked: frozenset[AioTopicPartition] = frozenset()
         if self._protocol is RebalanceProtocol.COOPERATIVE:
@@ -285,6 +315,29 @@ class KassignGroupCoordinator(GroupCoordinator):
         if revoked:
             # The partitions just freed go out in the follow-up rebalance.
             self.request_rejoin()
+
+    def _follow_assignor_schedule(self, assignor: PartitionAssignor, user_data: bytes | None) -> None:
+        """Hand the assignment's user data to an assignor that reads it, and rejoin when it asks to."""
+        receive = getattr(assignor, "on_assignment_user_data", None)
+        if receive is None:
+            return
+        self._cancel_scheduled_rejoin()  # this assignment's schedule replaces the previous one
+        receive(user_data)
+        delay = getattr(assignor, "rejoin_after_s", None)
+        if delay is None:
+            return
+        log.info("group %s: assignor %s asks for a rebalance in %.3f s", self.group_id, assignor.name, delay)
+        self._scheduled_rejoin = asyncio.get_running_loop().call_later(max(0.0, delay), self._scheduled_rejoin_due)
+
+    def _scheduled_rejoin_due(self) -> None:
+        self._scheduled_rejoin = None
+        log.info("group %s: the assignor's delay ended; rejoining", self.group_id)
+        self.request_rejoin()
+
+    def _cancel_scheduled_rejoin(self) -> None:
+        if self._scheduled_rejoin is not None:
+            self._scheduled_rejoin.cancel()
+            self._scheduled_rejoin = None
 
     def _install(self, partitions: Iterable[AioTopicPartition], *, carried: Iterable[AioTopicPartition]) -> None:
         """Make ``partitions`` the subscription's assignment, keeping the fetch state (position,
@@ -357,8 +410,13 @@ class KassignGroupCoordinator(GroupCoordinator):
         except Exception:
             log.exception("rebalance listener %r of group %s failed in %s", listener, self.group_id, method)
 
+    async def close(self) -> None:
+        self._cancel_scheduled_rejoin()
+        await super().close()
+
     async def _maybe_leave_group(self) -> None:
         # Leaving (close, unsubscribe, poll timeout) gives everything up first, as Java's onLeavePrepare.
+        self._cancel_scheduled_rejoin()
         if self._owned:
             if self._generation_reset():
                 await self._lose_partitions(self._owned)

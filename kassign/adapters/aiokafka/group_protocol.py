@@ -191,7 +191,8 @@ def leader_assignment(
     """Run ``assignor`` for the whole group and encode one assignment per member.
 
     Every member gets assignment bytes, empty assignments included: zero-length bytes would be
-    read as "no assignment" by other clients.
+    read as "no assignment" by other clients. An assignor that leaves group-wide state in
+    ``assignment_user_data`` after assigning (the delayed assignor) has it sent to every member.
     """
     all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
     partitions_per_topic = topic_partition_counts(cluster, all_topics)
@@ -204,7 +205,8 @@ def leader_assignment(
         check_cooperative_assignment(result, subscriptions)
     log.info("assignor %s assigned %s", assignor.name,
              {m: len(ps) for m, ps in sorted(result.items())})
+    user_data = getattr(assignor, "assignment_user_data", None)
     return {
-        member_id: encode_assignment(Assignment(sorted(TopicPartition(*tp) for tp in result[member_id])))
+        member_id: encode_assignment(Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data))
         for member_id in subscriptions
     }
