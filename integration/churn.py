@@ -22,6 +22,10 @@ waits for the settle, stops the load, waits until every acknowledged record was 
 the group and checks the whole timeline (:func:`churn_problems`).
 
 Replay one sequence: ``python -m benchmarks.churn_soak --seed N [--profile small]``.
+
+Known broker behaviour: on Tansu a cooperative group (kassign aiokafka or librdkafka members alike)
+can stop converging when a member joins and, within the join window, another leaves cleanly and a
+third starts; the run then ends early as *stalled* (:attr:`ChurnResult.stalled`).
 """
 
 from __future__ import annotations
@@ -372,6 +376,8 @@ class ChurnResult:
     unexcused_duplicates: dict[TopicPartition, int] = field(default_factory=dict)
     lost: dict[TopicPartition, list[int]] = field(default_factory=dict)
     excused: dict[TopicPartition, str] = field(default_factory=dict)
+    #: where and why the group stopped converging (it then ended early, its members killed)
+    stalled: str | None = None
     #: records of topics no member read when the sequence ended (left out of ``produced``)
     unread: int = 0
     duration: float = 0.0
@@ -381,9 +387,11 @@ class ChurnResult:
         return sum(len(v) for v in self.produced.values())
 
     def summary(self) -> str:
-        return (f"seed {self.sequence.seed}: {len(self.sequence.steps)} steps, {self.generations} generations, "
-                f"{self.records} records ({self.unread} unread), double-owned {self.double_owned_ps:.3f} ps, unowned "
-                f"{self.unowned_ps:.1f} ps, duplicates {self.duplicates} (unexcused "
+        stalled = "STALLED, " if self.stalled else ""
+        return (f"seed {self.sequence.seed}: {stalled}{len(self.sequence.steps)} steps, "
+                f"{self.generations} generations, {self.records} records ({self.unread} unread), "
+                f"double-owned {self.double_owned_ps:.3f} ps, unowned {self.unowned_ps:.1f} ps, "
+                f"duplicates {self.duplicates} (unexcused "
                 f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
                 f"{self.duration:.1f}s")
 
@@ -395,6 +403,8 @@ class ChurnFailure(AssertionError):
 def churn_problems(result: ChurnResult) -> list[str]:
     """The invariants of issue 9 that ``result`` breaks (empty when it passes)."""
     problems = []
+    if result.stalled:
+        problems.append(f"group did not settle (lost records not checked): {result.stalled}")
     if result.double_owned_ps > 0:
         problems.append(f"{result.double_owned_ps:.3f} double-owned partition-seconds: "
                         + "; ".join(result.overlaps[:5]))
@@ -502,6 +512,13 @@ class _GroupPool:
         self.wait_for(problems, timeout, "group settled")
         return since[0]
 
+    def kill_all(self) -> None:
+        """SIGKILL every current member (a stalled group's members hang in JoinGroup and cannot leave)."""
+        for name in sorted(self.current):
+            _, driver = self.current.pop(name)
+            if name in driver.live_members():
+                driver.crash_member(name)
+
     def close(self) -> None:
         for _, driver, _ in self._drivers:
             driver.close()
@@ -511,8 +528,9 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
                  settle_timeout: float = 30.0, log_dir: str | Path | None = None) -> ChurnResult:
     """Play ``sequence`` on the broker at ``bootstrap`` and analyse its timeline (see :func:`churn_problems`).
 
-    Raises ChurnFailure (with the seed and the sequence) when the group does not settle in time or a
-    member dies on its own; invariant violations are left in the result for the caller to judge.
+    Raises ChurnFailure (with the seed and the sequence) when a member dies on its own. A group that
+    does not settle in time ends the sequence early with ``result.stalled`` set; invariant violations
+    are left in the result for the caller to judge (:func:`check`, :func:`churn_problems`).
     """
     profile = sequence.profile
     tag = f"churn-{sequence.seed}-{uuid.uuid4().hex[:6]}"
@@ -523,8 +541,13 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     partitions = {topics["a"]: [TopicPartition(topics["a"], p) for p in range(profile.partitions_a)],
                   topics["b"]: [TopicPartition(topics["b"], p) for p in range(profile.partitions_b)]}
     pool = _GroupPool(bootstrap, tag, topics, timing, log_root)
-    began = time.monotonic()
+    began, began_at = time.monotonic(), time.time()
     step_label = "start"
+    producers: list[KeyedProducer] = []
+    first_settle: float | None = None
+    stalled: str | None = None
+    produced: dict[TopicPartition, list[int]] = {}
+    unread = 0
     try:
         producers = [pool.start_producer("a", profile.rate), pool.start_producer("b", profile.rate / 2)]
         for spec in sequence.initial:
@@ -533,12 +556,10 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         for number, step in enumerate(sequence.steps, 1):
             step_label = f"step {number} ({step})"
             log.info("seed %s %s", sequence.seed, step_label)
-            if step.action == "leave":
+            if step.action in ("leave", "resubscribe"):
                 pool.stop(step.member)
             elif step.action in ("crash", "restart_same", "restart_new"):
                 pool.crash(step.member)
-            elif step.action == "resubscribe":
-                pool.stop(step.member)
             if step.start is not None:
                 pool.start(step.start)
             if step.settle:
@@ -557,14 +578,23 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         unread = sum(len(offs) for tp, offs in every.items() if tp.topic not in read)
         pool.wait_for(lambda ev: [f"{sum(map(len, missing_records(ev, produced).values()))} records unprocessed"]
                       if missing_records(ev, produced) else [], settle_timeout, "all produced records processed")
-    except (TimeoutError, RuntimeError) as exc:
-        events = pool.events()
-        write_events(log_root / "timeline.jsonl", events)
+    except TimeoutError as exc:
+        # A stall: the group stopped converging. Its members cannot close cleanly (they wait in
+        # JoinGroup), so they are killed; the timeline up to here is still checked for double
+        # ownership and unexcused duplicates, but not for lost records (nobody could read them).
+        stalled = f"{step_label}: {exc}"
+        log.warning("seed %s stalled at %s", sequence.seed, stalled)
+        for producer in producers:
+            producer.stop()
+        pool.kill_all()
+        final_settle, produced = time.time(), {}
+    except BaseException as exc:
+        pool.kill_all()
         pool.close()
-        raise ChurnFailure(f"{step_label}: {exc}\n{sequence.describe()}\ntimeline: {log_root / 'timeline.jsonl'}"
-                           ) from exc
-    except BaseException:
-        pool.close()
+        path = log_root / "timeline.jsonl"
+        write_events(path, pool.events())
+        if isinstance(exc, RuntimeError):  # a member exited on its own
+            raise ChurnFailure(f"{step_label}: {exc}\n{sequence.describe()}\ntimeline: {path}") from exc
         raise
     failed = pool.failed()
     pool.close()
@@ -572,7 +602,8 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     path = log_root / "timeline.jsonl"
     write_events(path, events)
     result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
-                         (first_settle, final_settle), path, unread=unread, duration=time.monotonic() - began)
+                         (first_settle if first_settle is not None else began_at, final_settle), path,
+                         stalled=stalled, unread=unread, duration=time.monotonic() - began)
     analyse(result, partitions)
     return result
 

@@ -20,6 +20,7 @@ from integration.churn import (
     ChurnResult,
     analyse,
     check,
+    churn_problems,
     excused_partitions,
     generate_sequence,
     run_sequence,
@@ -167,6 +168,8 @@ def test_a_broken_timeline_fails_with_the_seed_the_steps_and_the_replay_command(
     message = str(failure.value)
     assert "a:1 owned by both m1 and m2" in message and "never processed" in message
     assert sequence.describe() in message and "--seed 5 --profile small" in message
+    result.stalled = "final settle: group settled: not within 30s"
+    assert churn_problems(result)[0] == "group did not settle (lost records not checked): " + result.stalled
 
 
 # -- on the broker -----------------------------------------------------------------------------
@@ -174,9 +177,14 @@ def test_a_broken_timeline_fails_with_the_seed_the_steps_and_the_replay_command(
 
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("seed", range(5))
-def test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing(seed, bootstrap_servers, tmp_path):
+def test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing(seed, kafka_broker, tmp_path):
     pytest.importorskip("aiokafka")
     sequence = generate_sequence(seed, "small")
-    result = run_sequence(sequence, bootstrap_servers, log_dir=tmp_path)
+    result = run_sequence(sequence, kafka_broker.bootstrap, log_dir=tmp_path)
+    if result.stalled and not kafka_broker.is_real_kafka:
+        # Tansu can stop converging when a cooperative member joins while another leaves (librdkafka
+        # members too; see integration/churn.py). What was recorded must still be exclusive.
+        assert result.double_owned_ps == 0 and not result.unexcused_duplicates, result.summary()
+        pytest.xfail(f"Tansu stalled the cooperative group: {result.stalled}\n{sequence.describe()}")
     check(result)  # raises with the seed, the steps and the replay command
     assert result.records > 0 and result.generations >= 1, result.summary()
