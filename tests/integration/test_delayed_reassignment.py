@@ -140,3 +140,28 @@ def test_leader_leaving_has_its_partitions_reassigned_at_once(bootstrap_servers,
     assert sorted(moved) == sorted(before["m1"])
     assert max(at for _, at in moved.values()) - stopped_at < delay_s / 2
     assert_exclusive(events)
+
+
+def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(bootstrap_servers, group_id,
+                                                                                topic_factory, monkeypatch):
+    delay_s = 3.0
+    monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
+    topic = topic_factory(6)
+    with GroupDriver(bootstrap_servers, group_id, topic) as group:
+        before = _start_group(group)
+        held = before["m3"]
+        crashed_at = time.time()
+        group.crash_member("m3")  # no LeaveGroup: the broker notices when the session (1.5 s) expires
+        events = group.wait_for(_all_owned_by(["m1", "m2"], group.partitions), 25 + delay_s,
+                                "a crashed member's partitions reassigned after the delay")
+        moved = _first_owned_by_others(events, held, {"m3"}, crashed_at)
+    assert sorted(moved) == sorted(held)
+    session_s = group.timing.session_ms / 1000
+    for tp, (member, at) in moved.items():
+        assert at - crashed_at >= delay_s * 0.9, (tp, member, at - crashed_at)
+        assert at - crashed_at < session_s + delay_s + 15, (tp, member, at - crashed_at)
+    # The survivors were never interrupted: they kept what they had all along.
+    for member in ("m1", "m2"):
+        kept = [i for i in ownership_intervals(events) if i.member == member and i.partition in before[member]]
+        assert all(i.end == float("inf") for i in kept if i.start < crashed_at), (member, kept)
+    assert_exclusive(events)
