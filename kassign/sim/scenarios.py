@@ -52,12 +52,14 @@ class ScaleIn:
 @dataclass(frozen=True)
 class RollingRestart:
     """Every live member in turn closes and starts again ``down_s`` later; the next member goes
-    ``interval_s`` after the previous one is back."""
+    ``interval_s`` after the previous one is back. ``leader_last`` restarts the group leader last,
+    as deploy tooling does for Connect-style delayed reassignment (a departing leader starts no delay)."""
 
     down_s: float = 1.0
     interval_s: float = 5.0
     after_s: float = 10.0
     phase: float | None = None
+    leader_last: bool = False
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,10 @@ class _Simulation:
             if member is not None:
                 member.crash()
         elif isinstance(step, RollingRestart):
-            self._restart_next([m.name for m in self.live()], step)
+            live = self.live()
+            if step.leader_last:
+                live = sorted(live, key=lambda m: m.id == self.coordinator.leader)  # stable: others keep their order
+            self._restart_next([m.name for m in live], step)
         elif isinstance(step, Flap):
             member = self._pick(step.member)
             if member is not None:
