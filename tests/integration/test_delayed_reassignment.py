@@ -165,3 +165,44 @@ def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(
         kept = [i for i in ownership_intervals(events) if i.member == member and i.partition in before[member]]
         assert all(i.end == float("inf") for i in kept if i.start < crashed_at), (member, kept)
     assert_exclusive(events)
+
+
+def test_first_worker_takes_everything_and_a_joining_worker_its_share_at_once(bootstrap_servers, group_id,
+                                                                              topic_factory, monkeypatch):
+    # Seed cases 1 and 2: a join starts no delay, the newcomer gets its share in the follow-up round.
+    delay_s = 20.0
+    monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
+    topic = topic_factory(6)
+    with GroupDriver(bootstrap_servers, group_id, topic) as group:
+        _start(group, "m1")
+        alone = group.wait_settled(40)
+        joined_at = time.time()
+        _start(group, "m2")
+        events = group.wait_for(lambda ev: len(current_assignment(ev).get("m2", [])) == 3, delay_s / 2,
+                                "the joining worker owns its share")
+        after = current_assignment(events)
+    assert sorted(alone["m1"]) == sorted(group.partitions)
+    assert set(after["m1"]) < set(alone["m1"]) and len(after["m1"]) == 3  # m1 kept half of its own
+    got_at = max(i.start for i in ownership_intervals(events) if i.member == "m2")
+    assert got_at - joined_at < delay_s / 2
+    assert_exclusive(events)
+
+
+def test_leader_leaving_and_returning_rejoins_as_a_worker(bootstrap_servers, group_id, topic_factory, monkeypatch):
+    # Seed case 6: the leader's work moves at once (no delay); when it returns it gets a fair share.
+    delay_s = 20.0
+    monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
+    topic = topic_factory(6)
+    with GroupDriver(bootstrap_servers, group_id, topic) as group:
+        before = _start_group(group)
+        group.stop_member("m1")
+        group.wait_for(_all_owned_by(["m2", "m3"], group.partitions), delay_s / 2,
+                       "the leader's partitions reassigned without delay")
+        _start(group, "m1.back")
+        events = group.wait_for(lambda ev: len(current_assignment(ev).get("m1.back", [])) == 2, delay_s,
+                                "the returning leader owns a share")
+        after = current_assignment(events)
+    assert sorted(tp for ps in after.values() for tp in ps) == sorted(group.partitions)
+    assert {m: len(ps) for m, ps in after.items()} == {"m1.back": 2, "m2": 2, "m3": 2}
+    assert set(before["m2"]) <= set(after["m2"]) | set(after["m1.back"])
+    assert_exclusive(events)
