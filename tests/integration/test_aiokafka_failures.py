@@ -138,6 +138,9 @@ async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, s
             await member.stop()
 
 
+# ~60 s on Tansu and once past the 180 s timeout in CI (a cooperative stall, see issue 4's note):
+# run it with `pytest -m slow`, not in the regular suite.
+@pytest.mark.slow
 def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(6)
     listeners = [RaisingListener() for _ in range(4)]
