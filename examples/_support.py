@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
 import os
+import sys
 import time
 
 __all__ = ["ensure_topic", "produce", "common_parser", "check_seconds"]
@@ -58,3 +61,13 @@ def check_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace) -> argp
     if not 0 < args.seconds <= 3600:
         ap.error(f"--seconds must be in (0, 3600], got {args.seconds}")
     return args
+
+
+def run_example(ap: argparse.ArgumentParser, argv: list[str] | None, main_async) -> int:
+    """Parse the command line, set up logging (aiokafka at WARNING), run ``main_async(args)`` and
+    print its result as one JSON line: the shared tail of every example's ``main``."""
+    args = check_seconds(ap, ap.parse_args(argv))
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    print(json.dumps(asyncio.run(main_async(args))), flush=True)
+    return 0

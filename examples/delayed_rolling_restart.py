@@ -19,14 +19,12 @@ member giving its own up and taking them back) and the record counts.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import sys
 import time
 import uuid
 
-from _support import check_seconds, common_parser
+from _support import common_parser, run_example
 
 from kassign.adapters.aiokafka import CooperativeConsumer
 from kassign.assignors import DelayedCooperativeStickyAssignor
@@ -98,11 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delay-ms", type=int, default=10_000, help="how long a departed member's partitions wait")
     ap.add_argument("--session-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-ms", type=int, default=500)
-    args = check_seconds(ap, ap.parse_args(argv))
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    print(json.dumps(asyncio.run(main_async(args))), flush=True)
-    return 0
+    return run_example(ap, argv, main_async)
 
 
 if __name__ == "__main__":

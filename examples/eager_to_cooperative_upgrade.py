@@ -21,14 +21,12 @@ It prints one JSON line: per stage, the members' rebalance protocol and the sett
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import sys
 import time
 import uuid
 
-from _support import check_seconds, common_parser
+from _support import common_parser, run_example
 from aiokafka import AIOKafkaConsumer
 
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, RangeAssignor
@@ -109,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--session-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-ms", type=int, default=500)
-    args = check_seconds(ap, ap.parse_args(argv))
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    print(json.dumps(asyncio.run(main_async(args))), flush=True)
-    return 0
+    return run_example(ap, argv, main_async)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,13 @@ At the end it prints one JSON line: each member's final assignment and records c
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import threading
 import time
 import uuid
 
-from _support import check_seconds, common_parser, ensure_topic, produce
+from _support import common_parser, run_example, ensure_topic, produce
 
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor
 
@@ -119,11 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--session-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-ms", type=int, default=500)
-    args = check_seconds(ap, ap.parse_args(argv))
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    print(json.dumps(asyncio.run(main_async(args))), flush=True)
-    return 0
+    return run_example(ap, argv, main_async)
 
 
 if __name__ == "__main__":
