@@ -404,6 +404,21 @@ class GroupDriver:
             lines.append(f"  {member_id} exited with {code}; stderr tail:\n{self.member_log(member_id, 15)}")
         return "\n".join(lines)
 
+    def recent_events(self, count: int = 40) -> str:
+        """The last ``count`` rebalance events (progress and processing left out), one per line, times
+        relative to the first event: what a failure message needs when the logs stay on the CI machine."""
+        events = self.events()
+        if not events:
+            return "  (no events)"
+        t0 = events[0].t
+        shown = [e for e in events if e.ev not in ("progress", "processed")][-count:]
+        lines = []
+        for e in shown:
+            detail = "" if e.parts is None else " " + str([p.partition if len(self.topics) == 1 else p for p in e.parts])
+            extra = {k: v for k, v in e.extra.items() if k in ("gen", "error", "protocol")}
+            lines.append(f"  {e.t - t0:7.2f} {e.id} {e.ev}{detail}{' ' + str(extra) if extra else ''}")
+        return "\n".join(lines)
+
     def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float, what: str) -> list[Event]:
         """Poll the timeline until ``predicate(events)`` holds; raises TimeoutError describing the group."""
         deadline = time.monotonic() + timeout
@@ -415,7 +430,8 @@ class GroupDriver:
             if failed:
                 raise RuntimeError(f"{what}: member(s) {failed} exited unexpectedly\n{self.describe()}")
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"{what}: not reached within {timeout:.0f}s\n{self.describe()}")
+                raise TimeoutError(f"{what}: not reached within {timeout:.0f}s\n{self.describe()}\n"
+                                   f"last events:\n{self.recent_events()}")
             time.sleep(0.1)
 
     def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True

@@ -19,8 +19,10 @@ from integration.timeline_checks import assert_all_processed, assert_exclusive, 
 
 pytestmark = pytest.mark.broker
 
-EAGER_SETTLE_S = 15.0
-COOPERATIVE_SETTLE_S = 20.0
+# Deadlines, not expectations: settling usually takes 2-9 s, but on 2 loaded cores Tansu can need a
+# few extra join windows (an evicted leader, a SyncGroup that arrives after the window) to converge.
+EAGER_SETTLE_S = 40.0
+COOPERATIVE_SETTLE_S = 60.0
 
 
 def kassign_aiokafka(name: str):
