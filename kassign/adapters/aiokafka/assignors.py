@@ -129,10 +129,11 @@ class _DropInAssignor:
 
     @_ClassOrInstanceMethod
     def metadata(handle, topics: Iterable[str]) -> bytes:  # noqa: N805 - class or instance
-        """JoinGroup metadata: a v3 subscription with this consumer's user data and generation."""
-        member, coordinator = _DropInAssignor._member(handle)
-        generation = coordinator.generation if coordinator is not None else member.generation
-        return member_metadata(member.assignor, topics, generation=generation)
+        """JoinGroup metadata: a v3 subscription with this consumer's user data and the generation of
+        its last assignment (not of the last JoinGroup: metadata that changes on every failed round
+        keeps a broker without a join barrier, such as Tansu, rebalancing)."""
+        member, _ = _DropInAssignor._member(handle)
+        return member_metadata(member.assignor, topics, generation=member.generation)
 
     @_ClassOrInstanceMethod
     def assign(handle, cluster: Any, members: Mapping[str, Any]) -> dict[str, bytes]:  # noqa: N805

@@ -39,6 +39,12 @@ class CooperativeConsumer(AIOKafkaConsumer):
     lost to a generation reset (not committed) instead of ``on_partitions_revoked``. Under the
     cooperative protocol ``on_partitions_revoked`` receives only the partitions that move away and
     ``on_partitions_assigned`` only the ones that are new (possibly none).
+
+    ``fast_follow_up=True`` (off by default; cooperative protocol only) starts the follow-up
+    rebalance of a round that withheld partitions without waiting for the members' next heartbeat:
+    a kassign leader marks the assignments and marked kassign members rejoin at once (see
+    :mod:`kassign.adapters.aiokafka.follow_up`). It suits Apache Kafka's coordinator; on a broker
+    without a join barrier (Tansu) it can add rounds instead of saving time.
     """
 
     def __init__(
@@ -46,8 +52,10 @@ class CooperativeConsumer(AIOKafkaConsumer):
         *topics: str,
         partition_assignment_strategy: Sequence[Any] = (CooperativeStickyAssignor,),
         client_rack: str | None = None,
+        fast_follow_up: bool = False,
         **kwargs: Any,
     ) -> None:
+        self._kassign_fast_follow_up = fast_follow_up
         if isinstance(partition_assignment_strategy, (str, bytes)) or not partition_assignment_strategy:
             raise ValueError(f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
         self._kassign_assignors = [core_assignor_for(s) for s in partition_assignment_strategy]
@@ -95,6 +103,7 @@ class CooperativeConsumer(AIOKafkaConsumer):
             self._subscription,
             assignors=self._kassign_assignors,
             client_rack=self._client_rack,
+            fast_follow_up=self._kassign_fast_follow_up,
             group_id=self._group_id,
             group_instance_id=self._group_instance_id,
             heartbeat_interval_ms=self._heartbeat_interval_ms,

@@ -19,7 +19,10 @@ leader computes and what a member does with its assignment, as Java's ConsumerCo
   received back through ``on_assignment_user_data``; when it then asks for a rejoin after
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
 * a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
-  hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends.
+  hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
+* opt-in ``fast_follow_up`` (:mod:`kassign.adapters.aiokafka.follow_up`): a leader whose assignor
+  withheld partitions marks every assignment, and a marked member rejoins without waiting for its
+  next heartbeat (once per marked generation, never twice in a row).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from aiokafka.protocol.group import JoinGroupRequest
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
+from kassign.adapters.aiokafka.follow_up import FollowUpPolicy, mark_assignments, read_follow_up
 from kassign.adapters.aiokafka.group_protocol import (
     decode_member_subscriptions,
     leader_assignment,
@@ -145,14 +149,24 @@ class KassignGroupCoordinator(GroupCoordinator):
         *,
         assignors: Sequence[PartitionAssignor],
         client_rack: str | None = None,
+        fast_follow_up: bool = False,
         **kwargs: Any,
     ) -> None:
         self._protocol = select_rebalance_protocol(assignors)
+        # Opt-in (kassign.adapters.aiokafka.follow_up): mark assignments when partitions are
+        # withheld, and rejoin at once on a mark instead of waiting for the next heartbeat.
+        self._follow_up = FollowUpPolicy(fast_follow_up)
         self._client_rack = client_rack
         # What this member owns, and the aiokafka Assignment holding those partitions' positions.
         # Tracked apart from the subscription because a subscription change drops aiokafka's
         # assignment while a cooperative member keeps consuming what is still subscribed.
         self._owned: frozenset[AioTopicPartition] = frozenset()
+        # The generation whose SyncGroup gave us ``_owned`` (KIP-792's meaning of the subscription's
+        # generation): unlike ``self.generation`` it does not move when a round fails after JoinGroup,
+        # so a member's metadata changes only when what it owns changes. A broker without a join
+        # barrier (Tansu) starts a new generation for every changed metadata it sees, and members
+        # re-sending the last JoinGroup's generation kept each other rebalancing there indefinitely.
+        self._owned_generation = -1
         self._owned_assignment: Any = None
         self._commit_sent_as: tuple[int, str] | None = None
         self._commit_response_for: tuple[int, str] | None = None
@@ -179,7 +193,7 @@ class KassignGroupCoordinator(GroupCoordinator):
             assignor,
             topics,
             owned=[TopicPartition(tp.topic, tp.partition) for tp in self._owned],
-            generation=self.generation,
+            generation=self._owned_generation,
             rack=self._client_rack,
         )
 
@@ -271,6 +285,11 @@ class KassignGroupCoordinator(GroupCoordinator):
             self._client.set_topics(all_topics)
         await self._client._maybe_wait_metadata()
         assignments = leader_assignment(assignor, self._cluster, subscriptions, self._protocol)
+        withheld = getattr(assignor, "partitions_transferring_ownership", None)
+        if self._follow_up.leader_marks(self._protocol is RebalanceProtocol.COOPERATIVE, withheld):
+            log.info("group %s generation %s: %d partitions withheld; marking the follow-up", self.group_id,
+                     self.generation, len(withheld or ()))
+            assignments = mark_assignments(assignments, self.generation)
         self._metadata_snapshot = self._get_metadata_snapshot()
         return assignments
 
@@ -294,7 +313,11 @@ class KassignGroupCoordinator(GroupCoordinator):
             assigned -= foreign
             self.request_rejoin()
         assignor.on_assignment(sorted(TopicPartition(tp.topic, tp.partition) for tp in assigned), generation)
-        self._follow_assignor_schedule(assignor, received.user_data)
+        # The mark is stripped whether or not this member acts on it: the assignor sees its own bytes.
+        mark, user_data = read_follow_up(received.user_data)
+        follow_up = (mark is not None and self._protocol is RebalanceProtocol.COOPERATIVE
+                     and self._follow_up.should_rejoin(mark))
+        self._follow_assignor_schedule(assignor, user_data)
 
         revoked: frozenset[AioTopicPartition] = frozenset()
         if self._protocol is RebalanceProtocol.COOPERATIVE:
@@ -307,6 +330,7 @@ class KassignGroupCoordinator(GroupCoordinator):
             added, kept = assigned, frozenset()
 
         self._install(assigned, carried=kept)
+        self._owned_generation = generation
         await self._stop_commit_offsets_refresh_task()
         self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
         log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
@@ -314,6 +338,10 @@ class KassignGroupCoordinator(GroupCoordinator):
         await self._call_listener("on_partitions_assigned", added)
         if revoked:
             # The partitions just freed go out in the follow-up rebalance.
+            self.request_rejoin()
+        elif follow_up:
+            log.info("group %s generation %s: follow-up pending; rejoining without waiting for a heartbeat",
+                     self.group_id, generation)
             self.request_rejoin()
 
     def _follow_assignor_schedule(self, assignor: PartitionAssignor, user_data: bytes | None) -> None:
@@ -379,6 +407,8 @@ class KassignGroupCoordinator(GroupCoordinator):
         method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
         await self._call_listener(method, partitions)
         self._owned = self._owned - partitions
+        if not self._owned:
+            self._owned_generation = -1
 
     async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
         offsets = {}
