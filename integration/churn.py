@@ -23,9 +23,9 @@ the group and checks the whole timeline (:func:`churn_problems`).
 
 Replay one sequence: ``python -m benchmarks.churn_soak --seed N [--profile small]``.
 
-Known broker behaviour: on Tansu a cooperative group (kassign aiokafka or librdkafka members alike)
-can stop converging when a member joins and, within the join window, another leaves cleanly and a
-third starts; the run then ends early as *stalled* (:attr:`ChurnResult.stalled`).
+A group that does not settle in time ends the run early as *stalled* (:attr:`ChurnResult.stalled`),
+a failure. (On Tansu librdkafka cooperative members can keep a group rebalancing: they re-send the
+last JoinGroup's generation, and Tansu starts a new generation for every changed metadata.)
 """
 
 from __future__ import annotations

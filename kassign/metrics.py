@@ -23,11 +23,12 @@ match the recorder of ``shared/data/rebalance-timelines`` (see its README):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from kassign.events import Event
+from kassign.events import DEFAULT_TOPIC, Event, partition_of
 from kassign.model import TopicPartition
 
 __all__ = [
@@ -39,12 +40,20 @@ __all__ = [
     "recording_phases",
     "detect_phases",
     "count_rounds",
+    "count_generations",
+    "unowned_partition_seconds",
+    "kept_partitions",
+    "processing_times",
+    "longest_processing_gap",
+    "delivery_counts",
 ]
 
 #: Events that say nothing about the group's state and never open or settle a phase.
 NOISE_EVENTS = frozenset({"progress", "processed", "commit_err"})
 #: Lifecycle events after which a member neither owns nor counts for balance.
 GONE_EVENTS = frozenset({"closing", "closed", "exit", "crash"})
+#: Member events that end what a member owns in :func:`ownership_intervals` by default.
+RELEASE_EVENTS = frozenset({"crash", "closed", "exit"})
 #: Assign callbacks further apart than this (seconds) belong to different rounds, when a
 #: recording has no ``sync`` events to count generations from.
 ROUND_GAP_S = 0.25
@@ -87,12 +96,16 @@ def _sorted_events(events: Iterable[Event]) -> list[Event]:
     return sorted(events, key=lambda e: e.t)  # stable: equal times keep their order
 
 
-def ownership_intervals(events: Iterable[Event]) -> dict[TopicPartition, list[OwnershipInterval]]:
+def ownership_intervals(
+    events: Iterable[Event], *, release_events: Collection[str] = RELEASE_EVENTS
+) -> dict[TopicPartition, list[OwnershipInterval]]:
     """Every partition's ownership intervals, from the callbacks (and crashes) of a timeline.
 
     ``cb_assigned`` adds its partitions to the member's (incremental under cooperative, the
     whole assignment under eager, where the member owns nothing just before); ``cb_revoked`` and
-    ``cb_lost`` remove theirs; ``crash``, ``closed`` and ``exit`` end whatever the member still owns.
+    ``cb_lost`` remove theirs; ``release_events`` (``crash``, ``closed`` and ``exit``; pass
+    :data:`GONE_EVENTS` to end ownership when a member starts closing, as the group driver's
+    checks do) end whatever the member still owns.
     """
     owned: dict[str, dict[TopicPartition, float]] = {}
     out: dict[TopicPartition, list[OwnershipInterval]] = {}
@@ -112,7 +125,7 @@ def ownership_intervals(events: Iterable[Event]) -> dict[TopicPartition, list[Ow
                 out.setdefault(tp, [])
         elif e.ev in ("cb_revoked", "cb_lost"):
             release(e.id, e.parts or (), e.t)
-        elif e.ev in ("crash", "closed", "exit"):
+        elif e.ev in release_events:
             release(e.id, list(owned.get(e.id, ())), e.t)
     for member, mine in owned.items():
         for tp, start in mine.items():
@@ -319,3 +332,80 @@ def detect_phases(events: Iterable[Event], quiet_s: float = 2.0) -> dict[str, tu
         last = e.t
     stop = timeline[-1].t + 1e-6
     return {name: (t, starts[i + 1][1] if i + 1 < len(starts) else stop) for i, (name, t) in enumerate(starts)}
+
+
+def count_generations(events: Iterable[Event], *, earlier: Iterable[Event] = ()) -> int:
+    """Rebalance rounds as the generations members received assignments in (the ``gen`` of their
+    ``cb_assigned`` events), not counting generations already seen in ``earlier``. For timelines
+    of real members, which report no ``sync`` events but stamp callbacks with their generation."""
+
+    def generations(evs: Iterable[Event]) -> set[Any]:
+        return {e.extra.get("gen") for e in evs if e.ev == "cb_assigned" and e.extra.get("gen") is not None}
+
+    return len(generations(events) - generations(earlier))
+
+
+def unowned_partition_seconds(
+    intervals: Mapping[TopicPartition, Sequence[OwnershipInterval]], partitions: Iterable[TopicPartition],
+    lo: float, hi: float,
+) -> float:
+    """Sum over ``partitions`` of the seconds in ``[lo, hi]`` in which the partition had no owner
+    (a partition without any interval counts for the whole span)."""
+    total = 0.0
+    for tp in set(partitions):
+        owned_s, _, _ = _covered(intervals.get(tp, ()), lo, hi)
+        total += max(0.0, hi - lo) - owned_s
+    return round(total, 6)
+
+
+def kept_partitions(
+    intervals: Mapping[TopicPartition, Sequence[OwnershipInterval]], start: float, settle: float
+) -> dict[TopicPartition, str]:
+    """Partitions owned by the same single member just before ``start`` and at ``settle``, with
+    that member."""
+    before = _owners_before(intervals, start)
+    kept = {}
+    for tp, owners in before.items():
+        if len(owners) == 1 and _owners_at(intervals[tp], settle) == owners:
+            kept[tp] = owners[0]
+    return dict(sorted(kept.items()))
+
+
+def processing_times(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, list[float]]:
+    """Partition -> sorted times of the ``processed`` events (``ranges``: partition -> offset
+    ranges) that report records of it: when its records were seen being processed."""
+    out: dict[TopicPartition, list[float]] = {}
+    for e in events:
+        if e.ev != "processed":
+            continue
+        ranges = e.extra.get("ranges")
+        if not isinstance(ranges, Mapping):
+            raise ValueError(f"processed event of {e.id} at {e.t} has no ranges mapping: {ranges!r}")
+        for key in ranges:
+            out.setdefault(partition_of(key, default_topic), []).append(e.t)
+    for times in out.values():
+        times.sort()
+    return out
+
+
+def longest_processing_gap(times: Mapping[TopicPartition, Sequence[float]], partitions: Iterable[TopicPartition],
+                           lo: float, hi: float) -> float:
+    """The longest stretch of ``[lo, hi]`` in which one of ``partitions`` had no records processed
+    (from :func:`processing_times`; the stretches from ``lo`` to its first report and from its last
+    report to ``hi`` count). 0.0 for no partitions. Compare with the same measure over a steady
+    stretch: reports come at the members' reporting rhythm, so that is the floor."""
+    longest = 0.0
+    for tp in set(partitions):
+        inside = [t for t in times.get(tp, ()) if lo <= t <= hi]
+        edges = [lo, *inside, hi]
+        longest = max(longest, max(b - a for a, b in zip(edges, edges[1:])))
+    return round(longest, 6)
+
+
+def delivery_counts(processed: Mapping[TopicPartition, Counter[int]],
+                    produced: Mapping[TopicPartition, Iterable[int]]) -> tuple[int, int]:
+    """(duplicates, lost): extra processings of records processed more than once, and produced
+    records never processed. ``processed``: partition -> offset -> times processed."""
+    duplicates = sum(n - 1 for counts in processed.values() for n in counts.values() if n > 1)
+    lost = sum(1 for tp, offsets in produced.items() for o in set(offsets) if processed.get(tp, Counter())[o] == 0)
+    return duplicates, lost

@@ -9,7 +9,6 @@ member's partitions from the decoded subscriptions.
 from __future__ import annotations
 
 import abc
-import contextlib
 import gc
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
@@ -19,25 +18,6 @@ __all__ = ["PartitionAssignor", "validate_assign_input"]
 
 #: From this many partitions on, ``assign`` pauses the cyclic garbage collector while it runs.
 LARGE_GROUP_PARTITIONS = 50_000
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused(paused: bool):
-    """Pause the cyclic GC for one large assignment.
-
-    A large assignment allocates millions of acyclic TopicPartition tuples; each allocation burst
-    triggers generation-0/2 passes that rescan all of them and can double the run time, while
-    there is no cycle to find. Reference counting still frees everything; the collector is
-    re-enabled (if it was enabled) as soon as the assignment is done.
-    """
-    was_enabled = paused and gc.isenabled()
-    if was_enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def validate_assign_input(
@@ -64,9 +44,13 @@ def validate_assign_input(
             raise TypeError(f"subscription of member {member!r} must be a kassign.Subscription, got {type(sub).__name__}")
         if isinstance(sub.topics, str):
             raise TypeError(f"topics of member {member!r} must be a list of str, got the string {sub.topics!r}")
-        for topic in sub.topics:
-            if not isinstance(topic, str):
-                raise TypeError(f"member {member!r} subscribes to a non-string topic {topic!r}")
+        try:
+            # str.join checks in C that every item is a str: a leader of 2,000 members on 500 topics
+            # checks a million names.
+            "".join(sub.topics)
+        except TypeError:
+            topic = next((t for t in sub.topics if not isinstance(t, str)), sub.topics)
+            raise TypeError(f"member {member!r} subscribes to a non-string topic {topic!r}") from None
     if partition_racks is not None and not isinstance(partition_racks, Mapping):
         raise TypeError(f"partition_racks must be a mapping of TopicPartition -> racks, got {type(partition_racks).__name__}")
 
@@ -103,9 +87,20 @@ class PartitionAssignor(abc.ABC):
         """
         validate_assign_input(partitions_per_topic, subscriptions, partition_racks)
         self.partitions_transferring_ownership = None
-        large = sum(partitions_per_topic.values()) >= LARGE_GROUP_PARTITIONS
-        with _cyclic_gc_paused(large):
+        # A large assignment allocates millions of acyclic TopicPartition tuples; with the cyclic GC on,
+        # each allocation burst triggers passes that rescan all of them and can double the run time, while
+        # there is no cycle to find. Reference counting still frees everything meanwhile.
+        paused = sum(partitions_per_topic.values()) >= LARGE_GROUP_PARTITIONS and gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
             return self._assign(partitions_per_topic, subscriptions, partition_racks)
+        finally:
+            if paused:
+                # The last step, so that the collection now due (one pass over the new tuples, which
+                # untracks them) runs at the caller's next allocation, as after any code building them
+                # with the collector off, instead of inside this call.
+                gc.enable()
 
     @abc.abstractmethod
     def _assign(

@@ -25,6 +25,8 @@ __all__ = ["constrained_assign", "topic_partitions", "unowned_partitions"]
 # tuple.__new__ builds the same object from C.
 _new = tuple.__new__
 _partition_then_topic = itemgetter(1, 0)
+# A topic with fewer than one free partition in this many has them found one by one.
+_SPARSE = 32
 
 
 def topic_partitions(topic: str, partitions: Sequence[int] | range) -> list[TopicPartition]:
@@ -39,6 +41,14 @@ def unowned_partitions(topic: str, count: int, mark: bytearray) -> list[TopicPar
         return []
     if free == count:
         return topic_partitions(topic, range(count))
+    if free * _SPARSE < count:
+        # A few free partitions (a member left, or gave one up to balance): find them rather than
+        # scanning every partition's mark.
+        found, pos = [], -1
+        for _ in range(free):
+            pos = mark.find(0, pos + 1)
+            found.append(pos)
+        return topic_partitions(topic, found)
     return topic_partitions(topic, compress(range(count), mark.translate(ZERO_TO_ONE)))
 
 

@@ -32,6 +32,8 @@ from kassign.model import TopicPartition
 __all__ = ["general_assign"]
 
 _topic_of = itemgetter(0)
+# Up to this many partitions given up by one member are removed from its list one by one.
+_FEW_GIVEN_UP = 8
 
 
 def general_assign(
@@ -130,10 +132,14 @@ class _GeneralAssignment:
 
     def _keep_owned(self) -> None:
         racks, release = self.racks, self.ownership.release
+        # Owned partitions are all of assigned topics and subscriptions are within them: a member
+        # subscribed to every topic keeps all it owns without a look at each partition.
+        n_topics = len(self.topics)
         for i, mine in enumerate(self.ownership.owned):
             if mine:
                 subscribed = self.member_topics[i]
-                if not set(map(_topic_of, mine)) <= subscribed or (racks.enabled and i in racks.member_racks):
+                if (len(subscribed) != n_topics and not set(map(_topic_of, mine)) <= subscribed) or \
+                        (racks.enabled and i in racks.member_racks):
                     dropped = [tp for tp in mine if tp[0] not in subscribed or racks.mismatch(i, tp)]
                     if dropped:
                         release(i, dropped)
@@ -226,13 +232,24 @@ class _GeneralAssignment:
         """One pass over the members from the least loaded up; True if anything moved."""
         count = self.count
         subscribers = self.subscribers
+        shared = frozenset(t for t, subs in subscribers.items() if len(subs) > 1)
+        # subscription -> its topics that another member could take over (one set per distinct subscription)
+        movable: dict[frozenset[str], frozenset[str]] = {}
 
         def gives(d: int, lo_topics: frozenset[str]) -> str | None:
             # The topic d holds most of (ties: by name), so that the choice does not depend on the
             # order members listed their partitions in.
+            can_take = movable.get(lo_topics)
+            if can_take is None:
+                can_take = movable[lo_topics] = lo_topics & shared
             for held in ((added_by[d], kept_by[d]) if owned_too else (added_by[d],)):
-                best = max(((k, t) for t, k in held.items() if k and t in lo_topics and len(subscribers[t]) > 1),
-                           default=None)
+                if held.keys() <= can_take:
+                    # every topic held is a candidate: the same choice, found in C
+                    most = max(held.values(), default=0)
+                    if most:
+                        return max(compress(held.keys(), map(most.__eq__, held.values())))
+                    continue
+                best = max(((k, t) for t, k in held.items() if k and t in can_take), default=None)
                 if best is not None:
                     return best[1]
             return None
@@ -369,16 +386,24 @@ class _GeneralAssignment:
                 continue
             mine = self.kept[i]
             by_topic: dict[str, list[TopicPartition]] = {}
-            for tp in mine:
-                if tp[0] in lost:
-                    by_topic.setdefault(tp[0], []).append(tp)
-            gone: set[TopicPartition] = set()
+            for tp in compress(mine, map(lost.__contains__, map(_topic_of, mine))):
+                by_topic.setdefault(tp[0], []).append(tp)
+            gone: list[TopicPartition] = []
             for t, k in lost.items():
                 # give up the highest partition numbers (Java trims owned partitions the same way)
                 out = sorted(by_topic[t], key=itemgetter(1))[-k:]
-                gone.update(out)
+                gone += out
                 self.ownership.release(i, out)  # back in the topic's pool, claimed by i
-            self.kept[i] = [tp for tp in mine if tp not in gone]
+            if len(gone) <= _FEW_GIVEN_UP:
+                # A balancing move takes one or two partitions of a member's hundreds: remove them (a
+                # scan in C each) instead of hashing every partition the member keeps.
+                mine = mine.copy()
+                for tp in gone:
+                    mine.remove(tp)
+                self.kept[i] = mine
+            else:
+                leaving = set(gone)
+                self.kept[i] = [tp for tp in mine if tp not in leaving]
 
         result = self.kept
         given_up_by = self.ownership.given_up_by

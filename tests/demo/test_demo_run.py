@@ -67,9 +67,6 @@ def test_quick_demo_eager(tmp_path, monkeypatch, capsys):
         assert parts <= revoked.get(member, set()), (member, parts, revoked)
 
 
-@pytest.mark.xfail(strict=False, reason="cooperative groups on Tansu can stall when members join and leave within "
-                   "one join window (Tansu leaves a JoinGroup unanswered; librdkafka cooperative members stall the same "
-                   "way, see README 'Known limits'); passed 2 of 3 runs after the commit-generation fix")
 def test_quick_demo_cooperative(tmp_path, monkeypatch):
     original, revoked = _run_demo(tmp_path, monkeypatch, "cooperative")
     for member, parts in original.items():

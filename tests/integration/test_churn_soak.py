@@ -181,10 +181,5 @@ def test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing(seed, kafka_
     pytest.importorskip("aiokafka")
     sequence = generate_sequence(seed, "small")
     result = run_sequence(sequence, kafka_broker.bootstrap, log_dir=tmp_path)
-    if result.stalled and not kafka_broker.is_real_kafka:
-        # Tansu can stop converging when a cooperative member joins while another leaves (librdkafka
-        # members too; see integration/churn.py). What was recorded must still be exclusive.
-        assert result.double_owned_ps == 0 and not result.unexcused_duplicates, result.summary()
-        pytest.xfail(f"Tansu stalled the cooperative group: {result.stalled}\n{sequence.describe()}")
     check(result)  # raises with the seed, the steps and the replay command
     assert result.records > 0 and result.generations >= 1, result.summary()

@@ -1,0 +1,236 @@
+"""The opt-in fast follow-up in kassign's aiokafka coordinator, without a broker: when the leader
+marks, when a member acts, that marked assignments stay readable by other clients' codecs, and
+that nothing changes with the option off. (The broker test is in tests/integration.)"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment  # noqa: E402
+from aiokafka.util import create_future  # noqa: E402
+
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator  # noqa: E402
+from kassign.adapters.aiokafka.follow_up import FollowUpPolicy, mark_assignments, read_follow_up  # noqa: E402
+from kassign.adapters.aiokafka.group_protocol import member_metadata  # noqa: E402
+from kassign.assignors import CooperativeStickyAssignor  # noqa: E402
+from kassign.model import Assignment, RebalanceProtocol, TopicPartition  # noqa: E402
+from kassign.protocol import decode_assignment, encode_assignment  # noqa: E402
+
+COOPERATIVE, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
+
+
+def _bytes(parts, user_data=None) -> bytes:
+    return encode_assignment(Assignment([TopicPartition("t", p) for p in parts], user_data))
+
+
+# -- the mark on the wire ----------------------------------------------------------------------
+
+
+def test_marked_assignments_keep_partitions_and_the_assignor_user_data():
+    plain = {"a": _bytes([0, 2]), "b": _bytes([1], b"delay-state"), "c": _bytes([])}
+    marked = mark_assignments(plain, 7)
+    for member, data in marked.items():
+        before, after = decode_assignment(plain[member]), decode_assignment(data)
+        assert after.partitions == before.partitions
+        assert read_follow_up(after.user_data) == (7, before.user_data)
+
+
+def test_marked_assignments_decode_with_the_plain_consumer_protocol_struct():
+    # aiokafka's v0 ConsumerProtocol struct reads what Java's and librdkafka's readers read: the
+    # partitions, then user data as opaque bytes.
+    data = mark_assignments({"a": _bytes([3, 1])}, 4)["a"]
+    decoded = ConsumerProtocolMemberAssignment.decode(data)
+    assert [(t, sorted(ps)) for t, ps in decoded.assignment] == [("t", [1, 3])]
+    assert read_follow_up(decoded.user_data) == (4, None)
+
+
+# -- the rules -----------------------------------------------------------------------------------
+
+
+def test_leader_marks_only_cooperative_rounds_that_withhold_partitions():
+    on, off = FollowUpPolicy(True), FollowUpPolicy(False)
+    withheld = {TopicPartition("t", 0): "m2"}
+    assert on.leader_marks(True, withheld)
+    assert not on.leader_marks(True, {}) and not on.leader_marks(True, None)
+    assert not on.leader_marks(False, withheld)
+    assert not off.leader_marks(True, withheld)
+
+
+def test_member_acts_once_per_marked_generation_and_never_two_in_a_row():
+    policy = FollowUpPolicy(True)
+    assert policy.should_rejoin(5)
+    assert not policy.should_rejoin(5)  # the same mark again
+    assert not policy.should_rejoin(6)  # the generation right after the one acted on
+    assert not policy.should_rejoin(7)  # still marked in a row (not acted on 6 does not reopen it)
+    assert not policy.should_rejoin(4)  # an older mark
+    assert policy.should_rejoin(9)  # generation 8 was unmarked
+    assert policy.should_rejoin(0) is False and FollowUpPolicy(True).should_rejoin(0)
+    assert not FollowUpPolicy(False).should_rejoin(9)
+
+
+def test_withheld_partitions_are_what_the_cooperative_assignor_reports():
+    assignor = CooperativeStickyAssignor()
+    counts = {"t": 6}
+    subs = {m: _subscription(assignor, []) for m in ("m1", "m2")}
+    first = assignor.assign(counts, subs)
+    assert not assignor.partitions_transferring_ownership  # a fresh group moves nothing: no mark
+    owned = {"m1": first["m1"] + first["m2"], "m2": []}  # m2 restarted empty: half of m1's must move
+    subs = {m: _subscription(assignor, owned[m], generation=1) for m in owned}
+    subs["m3"] = _subscription(assignor, [])
+    assignor.assign(counts, subs)
+    assert FollowUpPolicy(True).leader_marks(True, assignor.partitions_transferring_ownership)
+
+
+def _subscription(assignor, owned, generation=-1):
+    from kassign.protocol import decode_subscription
+
+    return decode_subscription(member_metadata(assignor, ["t"], owned=owned, generation=generation))
+
+
+# -- the coordinator ---------------------------------------------------------------------------
+
+
+class _Assignor:
+    name = "cooperative-sticky"
+    supported_protocols = (COOPERATIVE, EAGER)
+
+    def __init__(self):
+        self.user_data = []
+
+    def on_assignment(self, partitions, generation):
+        pass
+
+    def on_assignment_user_data(self, user_data):
+        self.user_data.append(user_data)
+
+    rejoin_after_s = None
+
+
+class _Offline(KassignGroupCoordinator):
+    """The coordinator's member logic without aiokafka's network setup."""
+
+    def __init__(self, fast_follow_up: bool, protocol=COOPERATIVE):  # noqa: D107 - skips network setup
+        subscription = SubscriptionState()
+        subscription.subscribe({"t"})
+        self._subscription = subscription
+        self._assignors = (_Assignor(),)
+        self._protocol = protocol
+        self._follow_up = FollowUpPolicy(fast_follow_up)
+        self._owned = frozenset()
+        self._owned_assignment = None
+        self._scheduled_rejoin = None
+        self._commit_sent_as = self._commit_response_for = None
+        self._commit_reset_wanted = False
+        self._joining = False
+        self._enable_auto_commit = False
+        self._commit_refresh_task = None
+        self._retry_backoff_ms = 10
+        self._commit_lock = asyncio.Lock()
+        self.group_id = "g"
+        self.generation = 1
+        self.member_id = "m-1"
+
+    async def _maybe_refresh_commit_offsets(self, assignment):
+        return True
+
+    def rejoin_requested(self) -> bool:
+        return self._rejoin_needed_fut.done()
+
+    def clear_rejoin(self) -> None:
+        self._rejoin_needed_fut = create_future()
+
+
+async def _sync(member: _Offline, generation: int, parts, mark: int | None, user_data=None) -> bool:
+    """Hand ``member`` one SyncGroup answer; whether it asked to rejoin."""
+    member.clear_rejoin()
+    data = _bytes(parts, user_data)
+    if mark is not None:
+        data = mark_assignments({"m": data}, mark)["m"]
+    await member._on_join_complete(generation, "m-1", "cooperative-sticky", data)
+    await asyncio.sleep(0)
+    return member.rejoin_requested()
+
+
+def test_marked_member_with_nothing_to_revoke_rejoins_at_once_only_when_on():
+    async def drive(fast):
+        member = _Offline(fast)
+        first = await _sync(member, 1, [0, 1], None)
+        kept_only = await _sync(member, 2, [0, 1], 2)  # kept everything; the round withheld elsewhere
+        return first, kept_only, member._assignors[0].user_data
+
+    assert asyncio.run(drive(True)) == (False, True, [None, None])
+    assert asyncio.run(drive(False)) == (False, False, [None, None])  # option off: waits for a heartbeat
+
+
+def test_mark_is_stripped_before_the_assignor_sees_its_user_data():
+    async def drive():
+        member = _Offline(False)
+        await _sync(member, 1, [0], 1, user_data=b"delay-state")
+        return member._assignors[0].user_data
+
+    assert asyncio.run(drive()) == [b"delay-state"]
+
+
+def test_member_follows_no_two_marked_generations_in_a_row_and_revokers_rejoin_anyway():
+    async def drive():
+        member = _Offline(True)
+        out = [await _sync(member, 1, [0, 1, 2], None)]
+        out.append(await _sync(member, 2, [0, 1, 2], 2))  # acts on the mark
+        out.append(await _sync(member, 3, [0, 1, 2], 3))  # marked again right after: waits
+        out.append(await _sync(member, 4, [0, 1], 4))  # revokes 2: rejoins as KIP-429 says, mark or not
+        out.append(await _sync(member, 5, [0, 1], None))
+        out.append(await _sync(member, 6, [0, 1], 6))  # acted on 4, not 5: acts
+        return out
+
+    assert asyncio.run(drive()) == [False, True, False, True, False, True]
+
+
+def test_unmarked_and_eager_assignments_never_trigger_a_follow_up():
+    async def drive(protocol, mark):
+        member = _Offline(True, protocol)
+        await _sync(member, 1, [0], None)
+        return await _sync(member, 2, [0], mark)
+
+    assert asyncio.run(drive(COOPERATIVE, None)) is False
+    assert asyncio.run(drive(EAGER, 2)) is False
+
+
+def test_leader_marks_every_assignment_of_a_round_that_withholds():
+    async def lead(fast, owned):
+        assignor = CooperativeStickyAssignor()
+        leader = _Offline(fast)
+        leader._lookup_assignor = lambda name: assignor
+        leader._cluster = SimpleNamespace(partitions_for_topic=lambda t: set(range(4)), broker_metadata=lambda n: None)
+
+        async def no_wait():
+            return None
+
+        leader._client = SimpleNamespace(set_topics=lambda topics: None, _maybe_wait_metadata=no_wait)
+        leader._get_metadata_snapshot = lambda: {}
+        members = [(m, member_metadata(assignor, ["t"], owned=parts, generation=1 if parts else -1))
+                   for m, parts in owned.items()]
+        leader.generation = 2
+        out = await leader._perform_assignment(SimpleNamespace(group_protocol="cooperative-sticky", members=members))
+        return {m: read_follow_up(decode_assignment(data).user_data)[0] for m, data in out.items()}
+
+    tps = [TopicPartition("t", p) for p in range(4)]
+    joiner = {"a": tps, "b": []}  # a must give two partitions to b: withheld this round
+    assert asyncio.run(lead(True, joiner)) == {"a": 2, "b": 2}
+    assert asyncio.run(lead(False, joiner)) == {"a": None, "b": None}
+    settled = {"a": tps[:2], "b": tps[2:]}  # nothing moves: no mark, no extra round
+    assert asyncio.run(lead(True, settled)) == {"a": None, "b": None}
+
+
+def test_cooperative_consumer_passes_the_option_and_defaults_it_off():
+    async def build(**kwargs):
+        return CooperativeConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", **kwargs)
+
+    assert asyncio.run(build())._kassign_fast_follow_up is False
+    assert asyncio.run(build(fast_follow_up=True))._kassign_fast_follow_up is True
