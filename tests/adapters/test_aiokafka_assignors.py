@@ -92,6 +92,15 @@ def test_members_send_v3_subscriptions_with_their_generation():
     assert sub.owned_partitions == []
 
 
+def test_a_failed_round_does_not_change_the_metadata():
+    c = FakeCoordinator(generation=9)
+    c.complete(CooperativeStickyAssignor, [("t", 0)])
+    before = c.join_metadata(CooperativeStickyAssignor, ["t"])
+    c.generation = 10  # JoinGroup answered generation 10, SyncGroup then failed
+    assert c.join_metadata(CooperativeStickyAssignor, ["t"]) == before
+    assert decode_subscription(before).generation_id == 9
+
+
 def test_class_call_outside_a_consumer_is_refused_but_an_instance_works():
     with pytest.raises(TypeError, match="instance"):
         StickyAssignor.metadata(["t"])

@@ -65,6 +65,8 @@ class OfflineCoordinator(KassignGroupCoordinator):
         self._assignors = (StubAssignor(),)
         self._protocol = listener_protocol
         self._owned = frozenset()
+        self._owned_generation = -1
+        self._client_rack = None
         self._owned_assignment = None
         self._commit_sent_as = self._commit_response_for = None
         self._commit_reset_wanted = False
@@ -141,6 +143,36 @@ def test_cooperative_join_with_nothing_new_still_calls_assigned_with_no_partitio
         await member._on_join_complete(2, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
         assert listener.calls == [("assigned", {TP("t", 0)}), ("assigned", set())]
         assert not member._rejoin_needed_fut.done()
+        await member._stop_commit_offsets_refresh_task()
+
+    run(scenario())
+
+
+def test_join_metadata_carries_the_generation_of_the_owned_partitions_not_of_the_last_join():
+    from kassign.adapters.aiokafka.group_protocol import member_metadata
+    from kassign.protocol import decode_subscription
+
+    class UserDataAssignor(StubAssignor):
+        def subscription_user_data(self, topics):
+            return None
+
+    async def scenario():
+        member, _ = await _member()
+        assignor = UserDataAssignor()
+        await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
+        after_sync = member.join_metadata(assignor, ["t"])
+        sub = decode_subscription(after_sync)
+        assert sub.generation_id == 1 and len(sub.owned_partitions) == 2
+        # A JoinGroup answered generation 2, then SyncGroup failed: nothing owned changed, so the
+        # metadata must not either (a broker without a join barrier would start yet another generation).
+        member.generation = 2
+        assert member.join_metadata(assignor, ["t"]) == after_sync
+        assert after_sync != member_metadata(assignor, ["t"], owned=[], generation=2)
+        member.generation = 3
+        await member._on_join_complete(3, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
+        assert decode_subscription(member.join_metadata(assignor, ["t"])).generation_id == 3
+        await member._lose_partitions(member.owned_partitions)
+        assert decode_subscription(member.join_metadata(assignor, ["t"])).generation_id is None
         await member._stop_commit_offsets_refresh_task()
 
     run(scenario())
