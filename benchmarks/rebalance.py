@@ -129,7 +129,8 @@ def measure(scenario: str, mode: str, events: Sequence[Event], steps: Sequence[f
     bounds = [*steps, end]
     settles, pauses, moved, kept = [], [], 0, 0
     for lo, hi in zip(bounds, bounds[1:]):
-        changes = [e.t for e in events if lo <= e.t < hi and e.parts and e.ev in ("cb_assigned", "cb_revoked", "cb_lost")]
+        changes = [e.t for e in events
+                   if lo <= e.t < hi and e.parts and e.ev in ("cb_assigned", "cb_revoked", "cb_lost")]
         closings = [e.t for e in events if lo <= e.t < hi and e.ev in GONE_EVENTS]
         settle = max(changes + closings, default=lo)
         settles.append(settle)
@@ -278,9 +279,9 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     result = run_once(broker.bootstrap, scenario, mode, partitions=args.partitions, rate=args.rate,
                                       timing=timing, steady_s=args.steady_s)
-                except (TimeoutError, RuntimeError) as exc:
+                except Exception as exc:  # one failed run (a group that never settles...) must not end the table
                     failures[(scenario, mode)] = failures.get((scenario, mode), 0) + 1
-                    tqdm.write(f"{scenario} {mode}: FAILED {str(exc).splitlines()[0]}")
+                    tqdm.write(f"{scenario} {mode}: FAILED {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
                     continue
                 cells.setdefault((scenario, mode), []).append(result)
                 tqdm.write(f"{scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle {result.settle_s:.2f} s, "

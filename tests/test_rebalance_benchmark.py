@@ -1,0 +1,90 @@
+"""The eager/cooperative comparison benchmark (benchmarks/rebalance.py) without a broker: its row for a
+hand-made timeline, its table, and its command line (under a second)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.rebalance import MODES, SCENARIOS, RunResult, format_table, measure
+from kassign.events import Event
+from kassign.model import TopicPartition
+
+ROOT = Path(__file__).resolve().parent.parent
+T = "bench"
+P0, P1 = TopicPartition(T, 0), TopicPartition(T, 1)
+
+
+def ev(member, t, kind, parts=None, **extra):
+    return Event(member, t, kind, None if parts is None else [TopicPartition(T, p) for p in parts], extra)
+
+
+def processed(member, t, **ranges):
+    return Event(member, t, "processed", None, {"ranges": {f"{T}:{p[1:]}": spans for p, spans in ranges.items()}})
+
+
+# m1 owns both partitions; m2 starts at 10; m1 revokes 1 at 11 (processed up to offset 3), m2 gets it at
+# 12 and re-processes offset 3 (a duplicate). Partition 0 stays with m1 but has no records processed
+# between 10.2 and 11.5. Offset 4 of partition 0 is never processed.
+TIMELINE = [
+    ev("m1", 1.0, "cb_assigned", [0, 1], gen=1),
+    processed("m1", 9.0, p0=[[0, 0]], p1=[[0, 1]]),
+    processed("m1", 9.5, p0=[[1, 1]], p1=[[2, 2]]),
+    ev("m2", 10.0, "subscribed"),
+    processed("m1", 10.2, p0=[[2, 2]]),
+    ev("m1", 10.5, "cb_assigned", [], gen=2),
+    ev("m1", 11.0, "cb_revoked", [1], gen=2),
+    processed("m1", 11.0, p1=[[3, 3]]),
+    processed("m1", 11.5, p0=[[3, 3]]),
+    ev("m1", 12.0, "cb_assigned", [], gen=3),
+    ev("m2", 12.0, "cb_assigned", [1], gen=3),
+    processed("m2", 12.3, p1=[[3, 4]]),
+]
+PRODUCED = {P0: [0, 1, 2, 3, 4], P1: [0, 1, 2, 3, 4]}
+
+
+def test_measure_reads_a_scale_out_timeline():
+    row = measure("scale-out", "cooperative", TIMELINE, [10.0], 13.0, partitions=[P0, P1], produced=PRODUCED,
+                  steady_s=2.0)
+    assert row.unowned_ps == pytest.approx(1.0)  # partition 1 from 11 to 12
+    assert row.settle_s == pytest.approx(2.0)
+    assert (row.kept, row.moved) == (1, 1)
+    assert row.kept_pause_s == pytest.approx(1.3)  # partition 0: 10.2 -> 11.5
+    assert row.steady_pause_s == pytest.approx(1.0)  # 8 -> 9 before the first report
+    assert row.rounds == 2  # generations 2 and 3
+    assert (row.duplicates, row.lost) == (1, 1)
+    assert row.double_ps == 0.0
+
+
+def test_measure_counts_double_ownership_and_needs_change_times_before_the_end():
+    doubled = TIMELINE + [ev("m3", 12.5, "cb_assigned", [1], gen=3), processed("m3", 13.0, p1=[[4, 4]])]
+    row = measure("scale-out", "eager", doubled, [10.0], 13.0, partitions=[P0, P1], produced=PRODUCED, steady_s=2.0)
+    assert row.double_ps == pytest.approx(0.5)  # m2 and m3 from 12.5 to the last event
+    with pytest.raises(ValueError, match="change times"):
+        measure("scale-out", "eager", TIMELINE, [], 13.0, partitions=[P0, P1], produced=PRODUCED, steady_s=2.0)
+
+
+def _row(mode, unowned, settle):
+    return RunResult("scale-out", mode, unowned, 0.1, 0.2, settle, 2, 12, 12, 0, 0, 0.0)
+
+
+def test_table_shows_medians_failures_and_ratios_to_eager():
+    cells = {("scale-out", "eager"): [_row("eager", u, 2.0) for u in (10.0, 30.0, 20.0)],
+             ("scale-out", "cooperative"): [_row("cooperative", 5.0, 4.0)]}
+    table = format_table(cells, {("scale-out", "cooperative+fast-follow-up"): 2}, ["scale-out"], list(MODES))
+    assert "| scale-out | eager | 3 | 20.00 |" in table  # the median of 10, 30, 20
+    assert "| scale-out | cooperative+fast-follow-up | 0 (+2 failed) |" in table
+    assert "coop/eager unowned ps 0.25, settle 2.00" in table
+
+
+def test_command_line_lists_the_scenarios_and_modes_and_rejects_unknown_ones():
+    run = [sys.executable, "benchmarks/rebalance.py"]
+    helped = subprocess.run(run + ["--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "--repeat" in helped.stdout
+    text = " ".join(helped.stdout.split()).replace("- ", "-")  # argparse wraps at hyphens
+    assert all(name in text for name in [*SCENARIOS, *MODES])
+    bad = subprocess.run(run + ["--scenarios", "scale-sideways"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "scale-sideways" in bad.stderr
