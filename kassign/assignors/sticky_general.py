@@ -307,21 +307,33 @@ class _GeneralAssignment:
         count, subscribers = self.count, self.subscribers
         if max(count) - min(count) < 2:
             return
+        # topic -> members holding newly handed out partitions of it / any partition of it
+        holders_added: dict[str, set[int]] = {t: set() for t in self.topics}
         holders: dict[str, set[int]] = {t: set() for t in self.topics}
         for i in range(len(count)):
-            for held in (added_by[i], kept_by[i]):
-                for t, k in held.items():
-                    if k:
-                        holders[t].add(i)
+            for t, k in added_by[i].items():
+                if k:
+                    holders_added[t].add(i)
+                    holders[t].add(i)
+            for t, k in kept_by[i].items():
+                if k:
+                    holders[t].add(i)
         while True:
             top = max(count)
-            # A search that fails from a member explores topics from which no member at least two
-            # above it can be reached; members (no less loaded) with all topics among those need no search.
-            dead: set[str] = set()
-            for lo in sorted((i for i in range(len(count)) if count[i] <= top - 2), key=lambda i: (count[i], i)):
-                if self.member_topics[lo] <= dead:
-                    continue
-                path = self._chain(lo, holders, dead)
+            # As in _balance, chains of newly handed out partitions first; owned partitions move only
+            # when no such chain exists (else a member could lose an owned partition to one that ends
+            # up with more).
+            for searched in (holders_added, holders):
+                # A search that fails from a member explores topics from which no member at least two
+                # above it can be reached; members (no less loaded) with all topics among those need no search.
+                dead: set[str] = set()
+                path = None
+                for lo in sorted((i for i in range(len(count)) if count[i] <= top - 2), key=lambda i: (count[i], i)):
+                    if self.member_topics[lo] <= dead:
+                        continue
+                    path = self._chain(lo, searched, dead, added_by)
+                    if path:
+                        break
                 if path:
                     break
             else:
@@ -330,6 +342,8 @@ class _GeneralAssignment:
             for topic, giver in path:
                 if added_by[giver].get(topic):
                     added_by[giver][topic] -= 1
+                    if not added_by[giver][topic]:
+                        holders_added[topic].discard(giver)
                 else:
                     kept_by[giver][topic] -= 1
                     lost = self.given_up.setdefault(giver, {})
@@ -337,14 +351,17 @@ class _GeneralAssignment:
                 if not added_by[giver].get(topic) and not kept_by[giver].get(topic):
                     holders[topic].discard(giver)
                 added_by[taker][topic] = added_by[taker].get(topic, 0) + 1
+                holders_added[topic].add(taker)
                 holders[topic].add(taker)
                 taker = giver
             count[lo] += 1
             count[path[-1][1]] -= 1
 
-    def _chain(self, lo: int, holders: dict[str, set[int]], dead: set[str]) -> list[tuple[str, int]] | None:
+    def _chain(self, lo: int, holders: dict[str, set[int]], dead: set[str],
+               added_by: list[dict[str, int]]) -> list[tuple[str, int]] | None:
         """Shortest chain [(topic, giver), ...] from ``lo`` to a member with two or more partitions more;
-        when there is none, the topics explored are added to ``dead``."""
+        when there is none, the topics explored are added to ``dead``. Among givers of a topic, those
+        holding newly handed out partitions of it come first: their move costs no owned partition."""
         count, subscribers = self.count, self.subscribers
         want = count[lo] + 2
         came_from: dict[int, tuple[str, int]] = {}
@@ -358,7 +375,7 @@ class _GeneralAssignment:
                     if t in seen_topics or len(subscribers[t]) < 2:
                         continue
                     seen_topics.add(t)
-                    for giver in sorted(holders[t]):
+                    for giver in sorted(holders[t], key=lambda g: (not added_by[g].get(t), g)):
                         if giver in reached:
                             continue
                         reached.add(giver)

