@@ -26,6 +26,7 @@ from aiokafka.errors import KafkaError  # noqa: E402
 from aiokafka.structs import OffsetAndMetadata  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_settled  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
@@ -146,23 +147,9 @@ async def _produce(bootstrap: str, partitions: Iterable[TP], count: int) -> dict
         await producer.stop()
 
 
-async def _settled(members: list[Member], partitions: set[TP], timeout: float = 60.0,
-                   stable_for: float = 1.0) -> dict[str, set[TP]]:
-    """Wait until every partition has exactly one owner, every member owns something, and that holds
-    for ``stable_for`` seconds."""
-    deadline, since = time.monotonic() + timeout, None
-    owned: dict[str, set[TP]] = {}
-    while time.monotonic() < deadline:
-        owned = {m.name: set(m.consumer.assignment()) for m in members}
-        if (set().union(*owned.values()) == partitions and sum(map(len, owned.values())) == len(partitions)
-                and all(owned.values())):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= stable_for:
-                return owned
-        else:
-            since = None
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"group did not settle within {timeout}s: {owned}")
+async def _settled(members: list[Member], partitions: set[TP], timeout: float = 60.0) -> dict[str, set[TP]]:
+    owned = await wait_consumers_settled([m.consumer for m in members], partitions, timeout)
+    return {m.name: parts for m, parts in zip(members, owned)}
 
 
 async def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

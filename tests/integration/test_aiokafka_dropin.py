@@ -5,7 +5,6 @@ sticky agrees with Java's StickyAssignor in one group."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -14,26 +13,12 @@ pytest.importorskip("aiokafka")
 from aiokafka import AIOKafkaConsumer  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_settled  # noqa: E402
 from integration.driver import GroupDriver  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeStickyAssignor, StickyAssignor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
-
-
-async def _settled(consumers, partitions, timeout=40.0, stable_for=1.0):
-    deadline, since = time.monotonic() + timeout, None
-    owned = []
-    while time.monotonic() < deadline:
-        owned = [c.assignment() for c in consumers]
-        if set().union(*owned) == partitions and sum(map(len, owned)) == len(partitions) and all(owned):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= stable_for:
-                return owned
-        else:
-            since = None
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"group did not settle: {[sorted(o) for o in owned]}")
 
 
 async def _consumer(bootstrap, group_id, topic, strategy):
@@ -60,13 +45,13 @@ def test_consumers_in_one_process_keep_their_own_sticky_state(bootstrap_servers,
         first = [await _consumer(bootstrap_servers, group_id, topic, strategy) for _ in range(2)]
         poller = asyncio.create_task(_keep_polling(first, stop))
         try:
-            before = await _settled(first, partitions)
+            before = await wait_consumers_settled(first, partitions)
             third = await _consumer(bootstrap_servers, group_id, topic, strategy)
             stop.set()
             await poller
             stop.clear()
             poller = asyncio.create_task(_keep_polling([*first, third], stop))
-            after = await _settled([*first, third], partitions)
+            after = await wait_consumers_settled([*first, third], partitions)
             stop.set()
             await poller
             await third.stop()
@@ -93,7 +78,7 @@ def test_cooperative_sticky_drop_in_runs_eager_in_a_plain_consumer(bootstrap_ser
                      for _ in range(2)]
         poller = asyncio.create_task(_keep_polling(consumers, stop))
         try:
-            return await _settled(consumers, partitions)
+            return await wait_consumers_settled(consumers, partitions)
         finally:
             stop.set()
             await poller

@@ -19,6 +19,7 @@ import aiokafka.errors as Errors  # noqa: E402
 from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_settled  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -85,21 +86,6 @@ async def _produce(bootstrap, topic, partitions, per_partition):
         await producer.stop()
 
 
-async def _wait_settled(members, partitions, timeout, stable_for=1.0):
-    deadline, since = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        owned = [m.consumer.assignment() for m in members]
-        union = set().union(*owned)
-        if union == partitions and sum(map(len, owned)) == len(partitions) and all(owned):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= stable_for:
-                return owned
-        else:
-            since = None
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"group did not settle within {timeout}s: {[sorted(o) for o in owned]}")
-
-
 async def _wait_all_seen(members, sent, timeout):
     deadline = time.monotonic() + timeout
     while True:
@@ -125,13 +111,13 @@ async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, s
     # rejoined with changed metadata after a failed round (README, Known limits).
     await asyncio.gather(*(member.start() for member in first))
     try:
-        await _wait_settled(first, partitions, 40)
+        await wait_consumers_settled([m.consumer for m in first], partitions, 40)
         for tp, offs in (await _produce(bootstrap, topic, n_partitions, produce_between)).items():
             sent[tp] += offs
         await _wait_all_seen(first, sent, 30)
         await asyncio.gather(*(member.start() for member in second))
         producing = asyncio.create_task(_produce(bootstrap, topic, n_partitions, produce_between))
-        owned = await _wait_settled(first + second, partitions, 60)
+        owned = await wait_consumers_settled([m.consumer for m in first + second], partitions, 60)
         for tp, offs in (await producing).items():
             sent[tp] += offs
         await _wait_all_seen(first + second, sent, 30)
