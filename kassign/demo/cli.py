@@ -1,9 +1,10 @@
 """``kassign demo``: eager vs cooperative rebalancing on a live group of aiokafka consumers.
 
-Starts the embedded broker (or uses ``--bootstrap``), then runs the same plan twice on a fresh
-topic and group each: with aiokafka's default (eager, range) and with kassign's
-``CooperativeConsumer`` (cooperative-sticky). Ends with a summary table and writes the timeline
-PNG, the JSON-lines events of each run and a ``summary.json`` into ``--out``.
+Starts the embedded broker (or uses ``--bootstrap``), then runs the same plan three times, one
+after the other, on a fresh topic and group each: with aiokafka's default (eager, range), with
+kassign's ``CooperativeConsumer`` (cooperative-sticky) and with the same plus its fast follow-up
+(``fast_follow_up=True``). Ends with one summary table showing the three side by side and writes
+the timeline PNG, the JSON-lines events of each run and a ``summary.json`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -25,6 +27,9 @@ from kassign.events import write_events
 
 __all__ = ["main", "build_parser"]
 
+#: The runs, in the order they go: labels name the output files and topics (so no ``+``).
+RUN_LABELS = ("eager", "cooperative", "fast-follow-up")
+
 #: Timeouts against a cluster we did not start: Kafka's default group.min.session.timeout.ms is 6 s.
 _REMOTE_SESSION_MS, _REMOTE_HEARTBEAT_MS = 6000, 500
 
@@ -33,15 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     """The demo's command-line options."""
     ap = argparse.ArgumentParser(
         prog="kassign demo",
-        description="Eager vs cooperative-sticky rebalancing on a live group of aiokafka consumers: "
-                    "scale 3 -> 6 -> 3 and a rolling restart, then a summary, a PNG timeline and the events.")
+        description="Eager vs cooperative-sticky vs cooperative-sticky with the fast follow-up, on a live "
+                    "group of aiokafka consumers: scale 3 -> 6 -> 3 and a rolling restart, then a summary "
+                    "with the three side by side, a PNG timeline and the events.")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None,
                     help="host:port[,...] of a Kafka cluster to use instead of the embedded broker "
                          "(default: $KAFKA_BOOTSTRAP_SERVERS, else the embedded broker)")
     ap.add_argument("--out", default="kassign-demo-out", help="output directory (default %(default)s)")
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 6 partitions, 2 -> 4 -> 2 members, one restart")
-    ap.add_argument("--only", choices=("eager", "cooperative"), default=None, help="run one protocol only")
+    ap.add_argument("--only", choices=RUN_LABELS, default=None, help="run one mode only")
     ap.add_argument("--rate", type=float, default=None, help="records per second (default 300, quick 200)")
     ap.add_argument("--session-ms", type=int, default=None,
                     help="consumer session timeout (default 1500 on the embedded broker, 6000 with --bootstrap)")
@@ -52,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _runs(only: str | None) -> list[tuple[str, str, object]]:
-    """(label, title, consumer factory) of each run, eager first."""
+    """(label, title, consumer factory) of each run, in :data:`RUN_LABELS` order."""
     from aiokafka import AIOKafkaConsumer
 
     from kassign.adapters.aiokafka import CooperativeConsumer
@@ -60,6 +66,8 @@ def _runs(only: str | None) -> list[tuple[str, str, object]]:
     runs: list[tuple[str, str, object]] = [
         ("eager", "eager (aiokafka default)", AIOKafkaConsumer),
         ("cooperative", "cooperative-sticky", CooperativeConsumer),
+        ("fast-follow-up", "cooperative + fast follow-up",
+         functools.partial(CooperativeConsumer, fast_follow_up=True)),
     ]
     return [r for r in runs if only is None or r[0] == only]
 

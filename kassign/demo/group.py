@@ -192,7 +192,8 @@ class _Listener(ConsumerRebalanceListener):
 
 @dataclass
 class DemoMember:
-    """One consumer running as a task: poll, process (count), commit every ``commit_interval_s``."""
+    """One consumer running as a task: poll, process (count), commit every ``commit_interval_s``
+    (in the background, so a commit queued behind a rebalance never stalls processing)."""
 
     name: str
     group: DemoGroup
@@ -202,6 +203,7 @@ class DemoMember:
     consumer: Any = None
     task: asyncio.Task[None] | None = None
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    background_commit: asyncio.Task[None] | None = None
 
     @property
     def timeline(self) -> Timeline:
@@ -214,12 +216,37 @@ class DemoMember:
     def generation(self) -> int:
         return int(getattr(getattr(self.consumer, "_coordinator", None), "generation", -1))
 
-    async def commit(self, only: Iterable[AioTopicPartition] | None = None) -> None:
-        """Commit the next offsets of processed records (of ``only``, or all owned partitions)."""
+    def _take_offsets(self, only: Iterable[AioTopicPartition] | None) -> dict[AioTopicPartition, int]:
         wanted = set(self.next_offsets) if only is None else set(only) & set(self.next_offsets)
         offsets = {tp: self.next_offsets[tp] for tp in wanted}
         for tp in wanted if only is not None else ():
             del self.next_offsets[tp]
+        return offsets
+
+    async def commit(self, only: Iterable[AioTopicPartition] | None = None) -> None:
+        """Commit the next offsets of processed records (of ``only``, or all owned partitions), after
+        the background commit in flight (if any), so an older commit never lands after this one."""
+        offsets = self._take_offsets(only)
+        task, self.background_commit = self.background_commit, None
+        if task is not None:
+            await task
+        await self._send(offsets)
+
+    def commit_in_background(self) -> None:
+        """Commit everything processed without blocking the poll loop, at most one commit in flight.
+
+        aiokafka sends commits on the group coordinator connection, where they wait behind a
+        JoinGroup the broker holds (about a second on the embedded broker): awaited in the poll
+        loop, they would stop the partitions this member keeps through a rebalance. A commit still
+        in flight at the next interval makes that interval's commit wait for the one after.
+        """
+        if self.background_commit is not None and not self.background_commit.done():
+            return
+        offsets = self._take_offsets(None)
+        if offsets:
+            self.background_commit = asyncio.create_task(self._send(offsets), name=f"commit-{self.name}")
+
+    async def _send(self, offsets: dict[AioTopicPartition, int]) -> None:
         if not offsets:
             return
         try:
@@ -230,12 +257,17 @@ class DemoMember:
             self.timeline.emit(self.name, "commit_err", error=type(exc).__name__)
 
     async def _progress(self) -> None:
-        pos = {}
-        for tp in sorted(self.owned):
+        owned = sorted(self.owned)
+
+        async def position(tp: AioTopicPartition) -> int | None:
             try:
-                pos[f"{tp.topic}:{tp.partition}"] = await asyncio.wait_for(self.consumer.position(tp), 0.2)
+                return await asyncio.wait_for(self.consumer.position(tp), 0.2)
             except (asyncio.TimeoutError, KafkaError, AssertionError, ValueError):
-                pass  # position unknown right after an assignment, or the partition just moved away
+                return None  # position unknown right after an assignment, or the partition just moved away
+
+        # Asked together: one by one, partitions just assigned would hold the poll loop 0.2 s each.
+        found = await asyncio.gather(*(position(tp) for tp in owned))
+        pos = {f"{tp.topic}:{tp.partition}": p for tp, p in zip(owned, found) if p is not None}
         self.timeline.emit(self.name, "progress", pos=pos)
 
     async def run(self) -> None:
@@ -266,7 +298,7 @@ class DemoMember:
                     self.processed_total += len(records)
                 if time.monotonic() >= next_commit:
                     next_commit += g.timing.commit_interval_s
-                    await self.commit()
+                    self.commit_in_background()
                     await self._progress()
         finally:
             self.timeline.emit(self.name, "closing")

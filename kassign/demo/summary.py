@@ -52,20 +52,34 @@ def summarize(result: RunResult) -> tuple[list[StepSummary], dict[str, PhaseMetr
 
 
 def format_table(results: Sequence[RunResult]) -> str:
-    """A plain-text table: one block per run, one row per kind of step, then the record counts."""
-    header = f"{'run':<22} {'step':<16} {'partition-s unowned':>19} {'moved':>6} {'rounds':>6} {'settle s':>8}"
+    """A plain-text table with the runs side by side: one block per kind of step (plan order, then
+    the total) holding one row per run, then each run's record counts."""
+    summaries = [(result, {row.step: row for row in summarize(result)[0]}) for result in results]
+    steps: list[str] = []
+    for _, rows in summaries:
+        steps += [step for step in rows if step not in steps and step != "total"]
+    steps.append("total")
+    width = max([len("run"), *(len(result.title) for result in results)])
+    header = (f"{'step':<16} {'run':<{width}} {'partition-s unowned':>19} {'moved':>6} {'rounds':>6} "
+              f"{'settle s':>8}")
     lines = [header, "-" * len(header)]
-    for result in results:
-        rows, _ = summarize(result)
-        for i, row in enumerate(rows):
-            label = result.title if i == 0 else ""
-            lines.append(f"{label:<22} {row.step:<16} {row.unowned_ps:19.1f} {row.moved:6d} {row.rounds:6d} "
-                         f"{row.settle_s:8.1f}")
-        lines.append(f"{'':<22} records: {result.produced} produced, {result.lost} lost, "
+    for step in steps:
+        first = True
+        for result, rows in summaries:
+            row = rows.get(step)
+            if row is None:
+                continue
+            lines.append(f"{step if first else '':<16} {result.title:<{width}} {row.unowned_ps:19.1f} "
+                         f"{row.moved:6d} {row.rounds:6d} {row.settle_s:8.1f}")
+            first = False
+    lines.append("")
+    for i, result in enumerate(results):
+        label = "records" if i == 0 else ""
+        lines.append(f"{label:<16} {result.title:<{width}} {result.produced} produced, {result.lost} lost, "
                      f"{result.duplicates} processed twice")
         if result.unsettled:
-            lines.append(f"{'':<22} DID NOT SETTLE within the deadline: {', '.join(result.unsettled)}")
-        lines.append("")
+            lines.append(f"{'':<16} {result.title:<{width}} DID NOT SETTLE within the deadline: "
+                         f"{', '.join(result.unsettled)}")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -178,6 +178,26 @@ def test_join_metadata_carries_the_generation_of_the_owned_partitions_not_of_the
     run(scenario())
 
 
+def test_cooperative_round_that_changes_nothing_keeps_the_fetch_state():
+    async def scenario():
+        member, listener = await _member()
+        await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
+        first = member._subscription.subscription.assignment
+        first.state_value(TP("t", 0)).seek(10)
+        member.generation = 2
+        await member._on_join_complete(2, "m-1", "cooperative-sticky", assignment_bytes(("t", 1), ("t", 0)))
+        # the same aiokafka Assignment: the fetcher keeps what it prefetched instead of refetching
+        assert member._subscription.subscription.assignment is first and first.active
+        assert first.state_value(TP("t", 0)).position == 10
+        assert member._owned_generation == 2 and listener.calls[-1] == ("assigned", set())
+        member.generation = 3
+        await member._on_join_complete(3, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
+        assert member._subscription.subscription.assignment is not first and not first.active
+        await member._stop_commit_offsets_refresh_task()
+
+    run(scenario())
+
+
 def test_lost_partitions_go_to_on_partitions_lost_without_commit():
     async def scenario():
         member, listener = await _member()

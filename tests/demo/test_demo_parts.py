@@ -6,6 +6,9 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
+import dataclasses  # noqa: E402
+
+from kassign.demo.cli import RUN_LABELS, build_parser  # noqa: E402
 from kassign.demo.scenario import DemoPlan, RunResult, _phases  # noqa: E402
 from kassign.demo.summary import format_table, summarize, summary_json  # noqa: E402
 from kassign.events import Event  # noqa: E402
@@ -64,3 +67,26 @@ def test_summary_rows_and_table():
     data = summary_json([_run()])["cooperative"]
     assert data["records"] == {"produced": 100, "lost": 0, "duplicates": 2}
     assert data["steps"]["scale out"]["moved"] == 1
+
+
+def test_table_shows_the_runs_side_by_side_per_step():
+    eager = dataclasses.replace(_run(), label="eager", title="eager (aiokafka default)", duplicates=7)
+    fast = dataclasses.replace(_run(), label="fast-follow-up", title="cooperative + fast follow-up",
+                               unsettled=["scale out 1\u21922"])
+    lines = format_table([eager, _run(), fast]).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("scale out"))
+    block = lines[start:start + 3]
+    # one row per run under the step, in run order, each with that run's numbers
+    assert [row[17:].split("  ")[0] for row in block] == [
+        "eager (aiokafka default)", "cooperative-sticky", "cooperative + fast follow-up"]
+    assert all(row.split()[-4:] == ["0.5", "1", "2", "1.5"] for row in block)
+    assert lines[start + 3].startswith("total")
+    text = "\n".join(lines)
+    assert "eager (aiokafka default)     100 produced, 0 lost, 7 processed twice" in text
+    assert "cooperative + fast follow-up DID NOT SETTLE within the deadline: scale out 1\u21922" in text
+
+
+def test_only_accepts_every_mode():
+    assert RUN_LABELS == ("eager", "cooperative", "fast-follow-up")
+    for label in RUN_LABELS:
+        assert build_parser().parse_args(["--only", label]).only == label

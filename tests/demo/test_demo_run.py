@@ -1,4 +1,4 @@
-"""``kassign demo --quick`` end to end: broker, both runs, summary, PNG and timelines.
+"""``kassign demo --quick`` end to end: broker, each mode's run, summary, PNG and timelines.
 
 With ``KAFKA_BOOTSTRAP_SERVERS`` unset the demo starts its own embedded broker, as on a fresh
 machine. Run under ``flock /tmp/kassign-broker.lock``.
@@ -67,8 +67,9 @@ def test_quick_demo_eager(tmp_path, monkeypatch, capsys):
         assert parts <= revoked.get(member, set()), (member, parts, revoked)
 
 
-def test_quick_demo_cooperative(tmp_path, monkeypatch):
-    original, revoked = _run_demo(tmp_path, monkeypatch, "cooperative")
+@pytest.mark.parametrize("label", ["cooperative", "fast-follow-up"])
+def test_quick_demo_cooperative(tmp_path, monkeypatch, label):
+    original, revoked = _run_demo(tmp_path, monkeypatch, label)
     for member, parts in original.items():
         # cooperative-sticky: 6 partitions over 4 members, each original member keeps some
         assert parts - revoked.get(member, set()), (member, parts, revoked)

@@ -329,10 +329,17 @@ class KassignGroupCoordinator(GroupCoordinator):
         else:
             added, kept = assigned, frozenset()
 
-        self._install(assigned, carried=kept)
+        current = self._subscription.subscription.assignment
+        if (self._protocol is RebalanceProtocol.COOPERATIVE and not added and not revoked
+                and self._owned_assignment is not None and current is self._owned_assignment):
+            # Nothing changed for this member: a new aiokafka Assignment would make the fetcher drop
+            # the records it prefetched for every partition and fetch them again, pausing them all.
+            log.debug("group %s generation %s: assignment unchanged; fetching goes on", self.group_id, generation)
+        else:
+            self._install(assigned, carried=kept)
+            await self._stop_commit_offsets_refresh_task()
+            self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
         self._owned_generation = generation
-        await self._stop_commit_offsets_refresh_task()
-        self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
         log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
                  sorted(assigned), sorted(added), sorted(revoked))
         await self._call_listener("on_partitions_assigned", added)
