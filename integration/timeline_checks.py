@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kassign.events import DEFAULT_TOPIC, Event, partition_of
+from kassign.events import DEFAULT_TOPIC, Event
+from kassign.metrics import processed_ranges
 from kassign.model import TopicPartition
 
 __all__ = [
@@ -183,16 +184,9 @@ def assert_settled(events: Sequence[Event], partitions: Iterable[TopicPartition]
 def processed_offsets(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, Counter[int]]:
     """Partition -> how many times each offset was processed (by any member)."""
     out: dict[TopicPartition, Counter[int]] = defaultdict(Counter)
-    for e in events:
-        if e.ev != "processed":
-            continue
-        ranges = e.extra.get("ranges")
-        if not isinstance(ranges, Mapping):
-            raise ValueError(f"processed event of {e.id} at {e.t} has no ranges mapping: {ranges!r}")
-        for key, spans in ranges.items():
-            tp = partition_of(key, default_topic)
-            for first, last in spans:
-                out[tp].update(range(int(first), int(last) + 1))
+    for _, tp, spans in processed_ranges(events, default_topic):
+        for first, last in spans:
+            out[tp].update(range(int(first), int(last) + 1))
     return dict(sorted(out.items()))
 
 

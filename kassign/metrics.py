@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,6 +43,7 @@ __all__ = [
     "count_generations",
     "unowned_partition_seconds",
     "kept_partitions",
+    "processed_ranges",
     "processing_times",
     "longest_processing_gap",
     "delivery_counts",
@@ -371,18 +372,26 @@ def kept_partitions(
     return dict(sorted(kept.items()))
 
 
-def processing_times(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, list[float]]:
-    """Partition -> sorted times of the ``processed`` events (``ranges``: partition -> offset
-    ranges) that report records of it: when its records were seen being processed."""
-    out: dict[TopicPartition, list[float]] = {}
+def processed_ranges(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC
+                     ) -> Iterator[tuple[Event, TopicPartition, Sequence[Sequence[int]]]]:
+    """``(event, partition, offset ranges)`` for each partition every ``processed`` event reports
+    (its ``ranges``: partition -> inclusive ``[first, last]`` offset ranges)."""
     for e in events:
         if e.ev != "processed":
             continue
         ranges = e.extra.get("ranges")
         if not isinstance(ranges, Mapping):
             raise ValueError(f"processed event of {e.id} at {e.t} has no ranges mapping: {ranges!r}")
-        for key in ranges:
-            out.setdefault(partition_of(key, default_topic), []).append(e.t)
+        for key, spans in ranges.items():
+            yield e, partition_of(key, default_topic), spans
+
+
+def processing_times(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, list[float]]:
+    """Partition -> sorted times of the ``processed`` events that report records of it: when its
+    records were seen being processed."""
+    out: dict[TopicPartition, list[float]] = {}
+    for e, tp, _ in processed_ranges(events, default_topic):
+        out.setdefault(tp, []).append(e.t)
     for times in out.values():
         times.sort()
     return out
