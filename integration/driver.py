@@ -434,14 +434,24 @@ class GroupDriver:
                                    f"last events:\n{self.recent_events()}")
             time.sleep(0.1)
 
-    def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True
-                     ) -> dict[str, list[TopicPartition]]:
+    def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True,
+                     balanced: bool = False) -> dict[str, list[TopicPartition]]:
         """Wait until every partition has exactly one owner among the live members (and every live member
-        owns something, by default), continuously for ``stable_for`` seconds; returns the assignment."""
+        owns something, by default), continuously for ``stable_for`` seconds; returns the assignment.
+
+        ``balanced`` also waits for the live members' partition counts to be within one of each other:
+        the end state of a cooperative group of equal subscriptions, which can pass through other fully
+        owned states between its rounds (on Tansu a round can take a second or more).
+        """
         since: list[float] = []
 
+        def even(events: list[Event]) -> bool:
+            counts = [len(current_assignment(events).get(m, ())) for m in self.live_members()]
+            return not counts or max(counts) - min(counts) <= 1
+
         def settled(events: list[Event]) -> bool:
-            if not is_settled(events, self.partitions, self.live_members(), require_every_member=require_every_member):
+            if not is_settled(events, self.partitions, self.live_members(), require_every_member=require_every_member) \
+                    or (balanced and not even(events)):
                 since.clear()
                 return False
             if not since:

@@ -72,18 +72,18 @@ def test_aiokafka_group_join_scale_crash(assignor, factory, bootstrap_servers, g
     with GroupDriver(bootstrap_servers, group_id, topic) as group:
         producer = group.start_producer(rate=200)
         group.start_members(3, "aiokafka", assignor, consumer_factory=factory)
-        first = group.wait_settled(settle_s)
+        first = group.wait_settled(settle_s, balanced=True)
         assert sorted(first) == ["m1", "m2", "m3"]
         assert sorted(len(ps) for ps in first.values()) == [4, 4, 4]
 
         group.scale_out(2, "aiokafka", assignor, consumer_factory=factory)
-        out = group.wait_settled(settle_s)
+        out = group.wait_settled(settle_s, balanced=True)
         assert sorted(out) == ["m1", "m2", "m3", "m4", "m5"]
         assert sorted(len(ps) for ps in out.values()) == [2, 2, 2, 3, 3]
 
         group.scale_in(["m5"])
         group.crash_member("m1")
-        after = group.wait_settled(settle_s)
+        after = group.wait_settled(settle_s, balanced=True)
         assert sorted(after) == ["m2", "m3", "m4"]
         assert sorted(len(ps) for ps in after.values()) == [4, 4, 4]
         finish(group, producer)
@@ -139,7 +139,7 @@ def test_java_and_librdkafka_cooperative_scale_out(bootstrap_servers, group_id, 
         scale_out_at = time.time()
         group.start_member("java", "cooperative-sticky")
         group.start_member("confluent", "cooperative-sticky")
-        after = group.wait_settled(COOPERATIVE_SETTLE_S)
+        after = group.wait_settled(COOPERATIVE_SETTLE_S, balanced=True)
         assert sorted(len(ps) for ps in after.values()) == [3, 3, 3, 3]
         for member in ("m1", "m2"):
             # cooperative: what a member keeps is never revoked, so it was owned without a break
@@ -162,7 +162,7 @@ def test_cooperative_mixed_group_keeps_partitions(bootstrap_servers, group_id, t
         group.wait_settled(COOPERATIVE_SETTLE_S)
         scale_out_at = time.time()
         group.start_member("aiokafka", cooperative, consumer_factory=consumer)
-        after = group.wait_settled(COOPERATIVE_SETTLE_S)
+        after = group.wait_settled(COOPERATIVE_SETTLE_S, balanced=True)
         assert sorted(len(ps) for ps in after.values()) == [3, 3, 3, 3]
         for member in ("m1", "m2", "m3"):
             assert len(kept_throughout(group, member, scale_out_at)) == 3, (member, group.describe())
