@@ -25,11 +25,11 @@ def test_simulated_scale_out_matches_the_live_group(strategy: str, kafka_broker,
     timing = GroupTiming()
     with GroupDriver(kafka_broker.bootstrap, group_id, topic, timing=timing) as group:
         group.start_members(3, "confluent", strategy)
-        group.wait_settled(30.0)
+        group.wait_settled(30.0, balanced=True)
         time.sleep(1.0)
         scale_out = time.time()
         group.start_members(3, "confluent", strategy)
-        group.wait_settled(30.0)
+        group.wait_settled(30.0, balanced=True)
         time.sleep(1.0)
         events = group.events()
     recorded = timeline_metrics(events, {"out": (scale_out, math.inf)})["out"]
