@@ -24,6 +24,7 @@ from kassign.adapters.aiokafka import (  # noqa: E402
 from kassign.adapters.aiokafka.assignors import core_assignor_for  # noqa: E402
 from kassign.model import RebalanceProtocol, TopicPartition  # noqa: E402
 from kassign.protocol import decode_assignment, decode_sticky_user_data, decode_subscription  # noqa: E402
+from tests.adapters.fakes import FakeCluster  # noqa: E402
 
 TP = TopicPartition
 
@@ -48,18 +49,6 @@ class FakeCoordinator(GroupCoordinator):
         # aiokafka's leader decodes every member's metadata with its v0 struct.
         decoded = {m: ConsumerProtocolMemberMetadata.decode(b) for m, b in metadata_by_member.items()}
         return assignor.assign(cluster, decoded)
-
-
-class FakeCluster:
-    def __init__(self, topics):
-        self.topics = topics
-
-    def partitions_for_topic(self, topic):
-        n = self.topics.get(topic)
-        return None if n is None else set(range(n))
-
-    def broker_metadata(self, node_id):
-        return None
 
 
 def _previous(metadata: bytes):

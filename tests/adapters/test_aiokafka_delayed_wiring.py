@@ -20,20 +20,9 @@ from kassign.adapters.aiokafka.group_protocol import leader_assignment, member_m
 from kassign.assignors import CooperativeStickyAssignor, DelayedCooperativeStickyAssignor  # noqa: E402
 from kassign.model import RebalanceProtocol, Subscription  # noqa: E402
 from kassign.protocol import decode_assignment, decode_subscription  # noqa: E402
+from tests.adapters.fakes import FakeCluster  # noqa: E402
 
 COOPERATIVE = RebalanceProtocol.COOPERATIVE
-
-
-class FakeCluster:
-    def __init__(self, topics):
-        self.topics = topics
-
-    def partitions_for_topic(self, topic):
-        n = self.topics.get(topic)
-        return None if n is None else set(range(n))
-
-    def broker_metadata(self, node_id):
-        return None
 
 
 def _subscriptions(assignors, owned=None, generation=-1):

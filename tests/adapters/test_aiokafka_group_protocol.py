@@ -20,6 +20,7 @@ from kassign.adapters.aiokafka.group_protocol import (  # noqa: E402
 )
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition  # noqa: E402
 from kassign.protocol import decode_assignment, decode_subscription  # noqa: E402
+from tests.adapters.fakes import FakeCluster  # noqa: E402
 
 EAGER, COOPERATIVE = RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE
 TP = TopicPartition
@@ -41,18 +42,6 @@ class StubAssignor:
     def assign(self, partitions_per_topic, subscriptions, *, partition_racks=None):
         self.seen = (dict(partitions_per_topic), dict(subscriptions), partition_racks)
         return {m: list(self.answer.get(m, [])) for m in subscriptions}
-
-
-class FakeCluster:
-    def __init__(self, topics):
-        self.topics = topics
-
-    def partitions_for_topic(self, topic):
-        n = self.topics.get(topic)
-        return None if n is None else set(range(n))
-
-    def broker_metadata(self, node_id):
-        return None
 
 
 def _string(s: str) -> bytes:
