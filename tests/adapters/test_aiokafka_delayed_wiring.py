@@ -79,37 +79,41 @@ def test_assignors_without_state_send_no_user_data():
     assert decode_assignment(out["m"]).user_data is None and len(out["m"]) > 0
 
 
-def test_member_rejoins_when_the_delay_it_received_ends():
+def _after_a_delayed_assignment(scenario):
+    """Run ``scenario(coordinator, member, user_data)`` on a loop, once member "b"'s coordinator has
+    followed an assignment whose user data holds a 100 ms delay."""
     assignors, _, second = _delayed_round_with_a_departure(100)
-    member = assignors["b"]
+    member, user_data = assignors["b"], decode_assignment(second["b"]).user_data
 
     async def drive():
         coordinator = _offline_coordinator()
-        coordinator._follow_assignor_schedule(member, decode_assignment(second["b"]).user_data)
+        coordinator._follow_assignor_schedule(member, user_data)
+        return await scenario(coordinator, member, user_data)
+
+    return asyncio.run(drive())
+
+
+def test_member_rejoins_when_the_delay_it_received_ends():
+    async def scenario(coordinator, member, _user_data):
         assert member.rejoin_after_s is not None and 0 < member.rejoin_after_s <= 0.1
         assert not coordinator._rejoin_needed_fut.done()
         await asyncio.sleep(member.rejoin_after_s + 0.1)
         return coordinator._rejoin_needed_fut.done()
 
-    assert asyncio.run(drive())
+    assert _after_a_delayed_assignment(scenario)
 
 
 def test_a_new_assignment_or_closing_cancels_the_pending_rejoin():
-    assignors, _, second = _delayed_round_with_a_departure(100)
-    member = assignors["b"]
-
-    async def drive():
-        coordinator = _offline_coordinator()
-        coordinator._follow_assignor_schedule(member, decode_assignment(second["b"]).user_data)
+    async def scenario(coordinator, member, user_data):
         coordinator._follow_assignor_schedule(member, None)  # the next assignment carries no delay
         assert member.rejoin_after_s is None
         cancelled_by_assignment = coordinator._scheduled_rejoin is None
-        coordinator._follow_assignor_schedule(member, decode_assignment(second["b"]).user_data)
+        coordinator._follow_assignor_schedule(member, user_data)
         coordinator._cancel_scheduled_rejoin()  # what close() and leaving do first
         await asyncio.sleep(0.3)
         return cancelled_by_assignment, coordinator._rejoin_needed_fut.done()
 
-    assert asyncio.run(drive()) == (True, False)
+    assert _after_a_delayed_assignment(scenario) == (True, False)
 
 
 def test_listener_hooks_are_called_and_their_failures_only_logged(caplog):
