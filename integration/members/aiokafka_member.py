@@ -19,7 +19,14 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
-from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
+from integration.members.reporting import (
+    EventWriter,
+    ProcessedOffsets,
+    common_arguments,
+    group_debug_wanted,
+    tp_key,
+    watch_stdin,
+)
 
 _BUILTIN_ASSIGNORS = {
     "range": "aiokafka.coordinator.assignors.range:RangePartitionAssignor",
@@ -207,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if group_debug_wanted():
+        for name in ("kassign", "aiokafka.consumer.group_coordinator"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
     factory = load_object(args.consumer_factory) if args.consumer_factory else AIOKafkaConsumer
     asyncio.run(AiokafkaMember(args, factory).run())
     return 0

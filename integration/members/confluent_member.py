@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
-from integration.members.reporting import EventWriter, ProcessedOffsets, common_arguments, tp_key, watch_stdin
+from integration.members.reporting import (
+    EventWriter,
+    ProcessedOffsets,
+    common_arguments,
+    group_debug_wanted,
+    tp_key,
+    watch_stdin,
+)
 
 LIBRDKAFKA_STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 
@@ -45,6 +52,8 @@ class ConfluentMember:
         }
         if args.rack:
             config["client.rack"] = args.rack
+        if group_debug_wanted():
+            config.update({"debug": "cgrp", "log_level": 7})  # librdkafka logs to stderr
         self.consumer = Consumer(config)
 
     def commit(self, only=None) -> None:

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 
-__all__ = ["EventWriter", "ProcessedOffsets", "watch_stdin", "common_arguments", "tp_key"]
+__all__ = ["EventWriter", "ProcessedOffsets", "watch_stdin", "common_arguments", "tp_key", "group_debug_wanted"]
+
+#: Set (to anything but "" or "0") in a member's environment to log its group protocol traffic on
+#: stderr: kassign and aiokafka's group coordinator at DEBUG, librdkafka's ``cgrp`` debug contexts.
+GROUP_DEBUG_ENV = "KASSIGN_MEMBER_GROUP_DEBUG"
+
+
+def group_debug_wanted() -> bool:
+    """Whether this member should log its group protocol traffic (see ``GROUP_DEBUG_ENV``)."""
+    return os.environ.get(GROUP_DEBUG_ENV, "") not in ("", "0")
 
 
 def tp_key(topic: str, partition: int) -> str:
