@@ -27,6 +27,7 @@ from integration.members.reporting import (
     tp_key,
     watch_stdin,
 )
+from kassign.adapters.aiokafka.commits import SerialCommitter
 
 _BUILTIN_ASSIGNORS = {
     "range": "aiokafka.coordinator.assignors.range:RangePartitionAssignor",
@@ -71,7 +72,7 @@ class _Listener(ConsumerRebalanceListener):
         # Forgotten before awaiting: the poll loop keeps running meanwhile and its background
         # commits must not carry these partitions past this one (their next owner's commits win).
         m.processed.forget(parts)
-        await m.commit_now(offsets)
+        await m.committer.commit_now(offsets)
         m.writer.emit("cb_revoked_done")
 
     async def on_partitions_assigned(self, assigned) -> None:
@@ -97,7 +98,7 @@ class AiokafkaMember:
         self.writer = EventWriter(args.id)
         self.processed = ProcessedOffsets()
         self.consumer: Any = None
-        self._commit_task: asyncio.Task[None] | None = None
+        self.committer = SerialCommitter(self._send_commit, args.id)
 
     def make_consumer(self) -> Any:
         """Build the consumer (aiokafka needs the running loop, so this happens inside :meth:`run`)."""
@@ -130,35 +131,14 @@ class AiokafkaMember:
         return {AioTP(t, p): o for (t, p), o in self.processed.next_offset.items()
                 if wanted is None or (t, p) in wanted}
 
-    async def commit_now(self, offsets: dict[Any, int]) -> None:
-        """Commit ``offsets`` once the background commit in flight (if any) is answered, so an older
-        commit can never land after this one."""
-        await self.wait_background_commit()
-        await self._send_commit(offsets)
-
     def commit_in_background(self) -> None:
-        """Commit everything processed without blocking the poll loop, at most one commit in flight.
-
-        aiokafka sends commits on the group coordinator connection, which a broker answers in order:
-        during a rebalance a commit waits there behind the held JoinGroup (0.85-1.0 s measured on
-        Tansu), and a loop awaiting it stops processing the partitions it keeps. A tick that finds
-        a commit still in flight skips its own; the next tick commits the newer offsets.
-        """
-        if self._commit_task is not None and not self._commit_task.done():
-            return
-        offsets = self.commit_offsets()
-        if offsets:
-            self._commit_task = asyncio.create_task(self._send_commit(offsets), name=f"commit-{self.args.id}")
-
-    async def wait_background_commit(self) -> None:
-        """Wait until the background commit in flight (if any) is answered."""
-        task, self._commit_task = self._commit_task, None
-        if task is not None:
-            await task  # _send_commit handles the commit's own errors
+        """Commit everything processed without blocking the poll loop, at most one commit in flight
+        (:class:`~kassign.adapters.aiokafka.commits.SerialCommitter`); a tick that finds a commit
+        still in flight skips its own, the next tick commits the newer offsets."""
+        if not self.committer.busy:
+            self.committer.commit_in_background(self.commit_offsets())
 
     async def _send_commit(self, offsets: dict[Any, int]) -> None:
-        if not offsets:
-            return
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:
@@ -203,7 +183,7 @@ class AiokafkaMember:
         finally:
             self.writer.emit("closing")
             self.processed.report(self.writer)
-            await self.commit_now(self.commit_offsets())
+            await self.committer.commit_now(self.commit_offsets())
             await self.consumer.stop()
             self.writer.emit("closed")
 

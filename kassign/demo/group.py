@@ -21,6 +21,7 @@ from aiokafka import TopicPartition as AioTopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
+from kassign.adapters.aiokafka.commits import SerialCommitter
 from kassign.events import Event
 from kassign.model import TopicPartition
 
@@ -203,7 +204,10 @@ class DemoMember:
     consumer: Any = None
     task: asyncio.Task[None] | None = None
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
-    background_commit: asyncio.Task[None] | None = None
+    committer: SerialCommitter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.committer = SerialCommitter(self._send, self.name)
 
     @property
     def timeline(self) -> Timeline:
@@ -226,29 +230,16 @@ class DemoMember:
     async def commit(self, only: Iterable[AioTopicPartition] | None = None) -> None:
         """Commit the next offsets of processed records (of ``only``, or all owned partitions), after
         the background commit in flight (if any), so an older commit never lands after this one."""
-        offsets = self._take_offsets(only)
-        task, self.background_commit = self.background_commit, None
-        if task is not None:
-            await task
-        await self._send(offsets)
+        await self.committer.commit_now(self._take_offsets(only))
 
     def commit_in_background(self) -> None:
-        """Commit everything processed without blocking the poll loop, at most one commit in flight.
-
-        aiokafka sends commits on the group coordinator connection, where they wait behind a
-        JoinGroup the broker holds (about a second on the embedded broker): awaited in the poll
-        loop, they would stop the partitions this member keeps through a rebalance. A commit still
-        in flight at the next interval makes that interval's commit wait for the one after.
-        """
-        if self.background_commit is not None and not self.background_commit.done():
-            return
-        offsets = self._take_offsets(None)
-        if offsets:
-            self.background_commit = asyncio.create_task(self._send(offsets), name=f"commit-{self.name}")
+        """Commit everything processed without blocking the poll loop, at most one commit in flight
+        (:class:`~kassign.adapters.aiokafka.commits.SerialCommitter`); a commit still in flight at the
+        next interval makes that interval's commit wait for the one after."""
+        if not self.committer.busy:
+            self.committer.commit_in_background(self._take_offsets(None))
 
     async def _send(self, offsets: dict[AioTopicPartition, int]) -> None:
-        if not offsets:
-            return
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:

@@ -45,9 +45,9 @@ def test_background_commit_never_blocks_and_stays_single():
         await asyncio.sleep(0)
         assert consumer.log == [("sent", {TP("t", 0): 5, TP("t", 1): 7})]
         consumer.release.set()
-        await member.background_commit
+        await member.committer.wait()
         member.commit_in_background()
-        await member.background_commit
+        await member.committer.wait()
         assert consumer.log[-1] == ("answered", {TP("t", 0): 9, TP("t", 1): 7})
 
     asyncio.run(scenario())
