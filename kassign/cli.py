@@ -15,7 +15,8 @@ from collections.abc import Sequence
 # subcommand -> ("module", "function", one-line help); the function takes argv and returns an exit code.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "assign": ("kassign.assign_cli", "main", "assign a scenario file and print balance and movement"),
-    "demo": ("kassign.demo", "main", "eager vs cooperative on a live group, on the embedded broker"),
+    "broker": ("kassign.broker.cli", "main", "start, stop or list a local Apache Kafka (or Tansu) broker"),
+    "demo": ("kassign.demo", "main", "eager vs cooperative on a live group, on a local Apache Kafka"),
     "simulate": ("kassign.sim.cli", "main", "simulate a rebalance scenario (or --replay a recording)"),
     "sweep": ("kassign.spark.cli", "sweep_main", "sweep a scenario grid on Spark and write a report"),
     "analyze": ("kassign.spark.cli", "analyze_main", "aggregate recorded timelines into a report"),

@@ -1,0 +1,24 @@
+"""Where kassign keeps what it downloads and the state of the brokers it started (per user)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_root", "run_dir"]
+
+
+def cache_root() -> Path:
+    """``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign``, else ``~/.cache/kassign``."""
+    explicit = os.environ.get("KASSIGN_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kassign"
+
+
+def run_dir() -> Path:
+    """The directory holding one state file per broker started by ``kassign broker start``."""
+    path = cache_root() / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,214 @@
+"""Apache Kafka from Maven Central's jars as a local KRaft cluster: what to resolve and how to run it.
+
+This module only plans: it resolves the jars, writes each node's ``server.properties`` and logging
+config into a work directory and returns the commands (format the storage, start the node). Running
+and stopping them is :mod:`kassign.broker.supervisor`'s job.
+
+One node is a combined broker + controller. ``N`` nodes are node 1 as broker + controller (the only
+voter) and nodes 2..N as brokers; each node gets ``broker.rack`` from ``racks`` (cycled) when given.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kassign.broker.errors import BrokerUnavailable
+from kassign.broker.jvm import find_java
+from kassign.broker.maven import cached_jars, resolve_jars
+from kassign.broker.probe import free_port, port_in_use
+
+__all__ = ["DEFAULT_KAFKA_VERSION", "TEST_SETTINGS", "KafkaPlan", "NodePlan", "kafka_jars", "kafka_jars_cached",
+           "plan_kafka_cluster", "settings_help"]
+
+#: The newest Kafka that aiokafka 0.14, librdkafka 2.x and kafka-clients 3.9/4.x all talk to (checked by the suite).
+DEFAULT_KAFKA_VERSION = "4.4.0"
+
+#: Broker settings for fast, faithful tests: each changes a bound or a wait, none the group coordinator's logic.
+TEST_SETTINGS: dict[str, tuple[str, str]] = {
+    "group.initial.rebalance.delay.ms": ("0", "no 3 s wait for more members before a new group's first rebalance"),
+    "group.min.session.timeout.ms": ("500", "allow the tests' short consumer session timeouts (default min 6 s)"),
+    "group.consumer.min.session.timeout.ms": ("1000", "the same bound for KIP-848 groups (default 45 s)"),
+    "group.consumer.min.heartbeat.interval.ms": ("100", "allow short KIP-848 heartbeat intervals (default 5 s)"),
+    "offsets.topic.replication.factor": ("1", "internal topics fit any cluster size"),
+    "offsets.topic.num.partitions": ("1", "one coordinator partition: a faster first commit (default 50)"),
+    "transaction.state.log.replication.factor": ("1", "as above"),
+    "transaction.state.log.min.isr": ("1", "as above"),
+    "transaction.state.log.num.partitions": ("1", "as above"),
+    "share.coordinator.state.topic.replication.factor": ("1", "as above"),
+    "share.coordinator.state.topic.min.isr": ("1", "as above"),
+}
+
+_JVM_OPTIONS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
+                "-Djava.awt.headless=true")
+
+_LOG4J2 = """status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+"""
+
+_LOG4J1 = """log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.clients=WARN
+"""
+
+
+def settings_help() -> str:
+    """The test settings as ``--help`` lines."""
+    return "\n".join(f"  {key}={value}: {why}" for key, (value, why) in TEST_SETTINGS.items())
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    if not head.isdigit():
+        raise BrokerUnavailable(f"Kafka version {version!r} is not of the form MAJOR.MINOR.PATCH (e.g. 4.4.0)")
+    return int(head)
+
+
+def _coordinates(version: str) -> list[str]:
+    coords = [f"org.apache.kafka:kafka_2.13:{version}"]
+    # The broker's POM leaves the logging back end to the distribution; add the one it ships with.
+    if _major(version) >= 4:
+        coords.append("org.apache.logging.log4j:log4j-slf4j-impl:2.24.3")
+    else:
+        coords.append("org.slf4j:slf4j-reload4j:1.7.36")
+    return coords
+
+
+def _jar_set(version: str) -> str:
+    return f"kafka-{version}"
+
+
+def kafka_jars_cached(version: str = DEFAULT_KAFKA_VERSION) -> bool:
+    """True when the jars of Kafka ``version`` are in the cache (no Maven or network needed)."""
+    return bool(os.environ.get("KASSIGN_KAFKA_LIBS")) or cached_jars(_jar_set(version)) is not None
+
+
+def kafka_jars(version: str = DEFAULT_KAFKA_VERSION) -> list[Path]:
+    """Kafka ``version``'s broker jars: ``$KASSIGN_KAFKA_LIBS`` (a distribution's ``libs/``), else the cache/Maven."""
+    libs = os.environ.get("KASSIGN_KAFKA_LIBS")
+    if libs:
+        jars = sorted(Path(libs).glob("*.jar"))
+        if not jars:
+            raise BrokerUnavailable(f"KASSIGN_KAFKA_LIBS={libs} holds no .jar files")
+        return jars
+    return resolve_jars(_jar_set(version), _coordinates(version), label=f"Apache Kafka {version}")
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One Kafka process: its id, rack, client address, log file and the two commands it needs."""
+
+    node_id: int
+    rack: str | None
+    port: int
+    log: str
+    format_argv: list[str]
+    argv: list[str]
+
+
+@dataclass(frozen=True)
+class KafkaPlan:
+    """A whole local cluster, ready for :mod:`kassign.broker.supervisor`."""
+
+    version: str
+    workdir: str
+    nodes: list[NodePlan] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+
+def _cluster_id() -> str:
+    while True:  # Kafka's own ids never start with "-", which a command line would read as a flag
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _check_racks(brokers: int, racks: tuple[str, ...]) -> None:
+    if brokers < 1 or brokers > 9:
+        raise BrokerUnavailable(f"--brokers {brokers}: a local cluster has 1 to 9 brokers")
+    for rack in racks:
+        if not rack or any(c.isspace() or c == "," for c in rack):
+            raise BrokerUnavailable(f"rack name {rack!r} must be non-empty with no spaces or commas")
+
+
+def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
+                       racks: tuple[str, ...] = (), port: int | None = None) -> KafkaPlan:
+    """Resolve the jars, check Java and the ports, and write every node's configuration into ``workdir``."""
+    _check_racks(brokers, racks)
+    java = find_java(17 if _major(version) >= 4 else 11, purpose=f"Apache Kafka {version}")
+    classpath = os.pathsep.join(str(j) for j in kafka_jars(version))
+    if port is not None and port_in_use(port):
+        raise BrokerUnavailable(f"port {port} is in use: pick another with --port, or stop what listens there")
+    client_ports = [port or free_port()]
+    while len(client_ports) < brokers:
+        candidate = free_port()
+        if candidate not in client_ports:
+            client_ports.append(candidate)
+    controller_port = free_port()
+    while controller_port in client_ports:
+        controller_port = free_port()
+    cluster_id = _cluster_id()
+    nodes = []
+    for index, client_port in enumerate(client_ports):
+        node_id = index + 1
+        node_dir = workdir / f"node-{node_id}"
+        (node_dir / "data").mkdir(parents=True, exist_ok=True)
+        rack = racks[index % len(racks)] if racks else None
+        props = _node_properties(node_id, client_port, controller_port, node_dir / "data", rack,
+                                 controller=index == 0)
+        props_path = node_dir / "server.properties"
+        props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        log_path = node_dir / "server.log"
+        (node_dir / "log4j2.properties").write_text(_LOG4J2.format(log=log_path))
+        (node_dir / "log4j.properties").write_text(_LOG4J1.format(log=log_path))
+        jvm = [java.executable, *_JVM_OPTIONS, f"-Dlog4j2.configurationFile={node_dir / 'log4j2.properties'}",
+               f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}", f"-Dkafka.logs.dir={node_dir}",
+               "-cp", classpath]
+        nodes.append(NodePlan(
+            node_id=node_id, rack=rack, port=client_port, log=str(log_path),
+            format_argv=[*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id,
+                         "-c", str(props_path)],
+            argv=[*jvm, "kafka.Kafka", str(props_path)],
+        ))
+    return KafkaPlan(version=version, workdir=str(workdir), nodes=nodes)
+
+
+def _node_properties(node_id: int, client_port: int, controller_port: int, data: Path, rack: str | None, *,
+                     controller: bool) -> dict[str, str]:
+    listeners = f"PLAINTEXT://127.0.0.1:{client_port}"
+    if controller:
+        listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
+    props = {
+        "process.roles": "broker,controller" if controller else "broker",
+        "node.id": str(node_id),
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": listeners,
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(data),
+    }
+    if rack:
+        props["broker.rack"] = rack
+    props.update({key: value for key, (value, _) in TEST_SETTINGS.items()})
+    return props

