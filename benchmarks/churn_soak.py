@@ -29,7 +29,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from integration.broker import open_broker  # noqa: E402
+from kassign.broker import open_broker  # noqa: E402
 from integration.churn import PROFILES, ChurnFailure, churn_problems, generate_sequence, run_sequence  # noqa: E402
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ Run it alone on the broker::
 
     flock /tmp/kassign-broker.lock python benchmarks/rebalance.py --repeat 5 --json results.json
 
-The broker is ``integration.broker.open_broker``'s: ``KAFKA_BOOTSTRAP_SERVERS``, else a Kafka
-container, else the embedded Tansu broker (every JoinGroup held for half the session timeout, no
-join barrier: its numbers compare behaviours, not brokers).
+The broker is ``kassign.broker.open_broker``'s: ``KAFKA_BOOTSTRAP_SERVERS``, else a local Apache
+Kafka from Maven Central's jars, else the embedded Tansu broker (every JoinGroup held for half the
+session timeout, no join barrier: its numbers compare behaviours, not brokers).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from integration.broker import open_broker  # noqa: E402
+from kassign.broker import open_broker  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
 from integration.topics import create_topic  # noqa: E402

@@ -10,7 +10,7 @@ ratio measures noise around 1.0; the cost of one recorded callback is timed sepa
 
     flock /tmp/kassign-broker.lock python benchmarks/telemetry_overhead.py [--records N] [--repeats R]
 
-Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else the embedded broker.
+Uses ``KAFKA_BOOTSTRAP_SERVERS`` when set, else a local Apache Kafka (``kassign.broker.open_broker``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from integration.broker import open_broker  # noqa: E402
+from kassign.broker import open_broker  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
 from kassign.telemetry import RebalanceRecorder  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Real-broker integration tooling: the broker fixture (:mod:`integration.broker`), topic admin
+"""Real-broker integration tooling: topic admin
 (:mod:`integration.topics`), the group driver that runs aiokafka, confluent-kafka and Java members
 (:mod:`integration.driver`) and the checks over the timelines they record
 (:mod:`integration.timeline_checks`).

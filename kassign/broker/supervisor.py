@@ -79,7 +79,13 @@ class Supervisor:
         formats = [(n["format_argv"], n["log"]) for n in self.plan["nodes"] if n.get("format_argv")]
         running = [(self._spawn(argv, log_path), log_path) for argv, log_path in formats]
         for proc, log_path in running:
-            if proc.wait(timeout=self.plan.get("startup_timeout", 90)) != 0:
+            try:
+                code = proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise BrokerUnavailable(f"formatting the storage took over 120 s; its output ends:\n"
+                                        f"{log_tail(log_path + '.out')}") from None
+            if code != 0:
                 raise BrokerUnavailable(f"formatting the storage failed (exit {proc.returncode}):\n"
                                         f"{log_tail(log_path + '.out')}")
 

@@ -1,6 +1,6 @@
 """``kassign demo``: eager vs cooperative rebalancing on a live group of aiokafka consumers.
 
-Starts the embedded broker (or uses ``--bootstrap``), then runs the same plan three times, one
+Starts a local Apache Kafka (Tansu with ``--tansu``; or uses ``--bootstrap``), then runs the same plan three times, one
 after the other, on a fresh topic and group each: with aiokafka's default (eager, range), with
 kassign's ``CooperativeConsumer`` (cooperative-sticky) and with the same plus its fast follow-up
 (``fast_follow_up=True``). Ends with one summary table showing the three side by side and writes
@@ -42,17 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "group of aiokafka consumers: scale 3 -> 6 -> 3 and a rolling restart, then a summary "
                     "with the three side by side, a PNG timeline and the events.")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None,
-                    help="host:port[,...] of a Kafka cluster to use instead of the embedded broker "
-                         "(default: $KAFKA_BOOTSTRAP_SERVERS, else the embedded broker)")
+                    help="host:port[,...] of a Kafka cluster to use instead of a local one "
+                         "(default: $KAFKA_BOOTSTRAP_SERVERS, else a local Apache Kafka started from "
+                         "Maven Central's jars, else the embedded Tansu)")
+    ap.add_argument("--tansu", action="store_true",
+                    help="run on the embedded Tansu broker (no Java needed) instead of Apache Kafka")
+    ap.add_argument("--kafka-version", default=None,
+                    help="Apache Kafka version of the local broker (default: kassign broker's default)")
     ap.add_argument("--out", default="kassign-demo-out", help="output directory (default %(default)s)")
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 6 partitions, 2 -> 4 -> 2 members, one restart")
     ap.add_argument("--only", choices=RUN_LABELS, default=None, help="run one mode only")
     ap.add_argument("--rate", type=float, default=None, help="records per second (default 300, quick 200)")
     ap.add_argument("--session-ms", type=int, default=None,
-                    help="consumer session timeout (default 1500 on the embedded broker, 6000 with --bootstrap)")
+                    help="consumer session timeout (default 1500 on a local broker, 6000 with --bootstrap)")
     ap.add_argument("--heartbeat-ms", type=int, default=None,
-                    help="consumer heartbeat interval (default 250 on the embedded broker, 500 with --bootstrap)")
+                    help="consumer heartbeat interval (default 250 on a local broker, 500 with --bootstrap)")
     ap.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     return ap
 
@@ -90,14 +95,13 @@ async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: b
     return results
 
 
-def _embedded_broker(stack: contextlib.ExitStack, log_dir: Path) -> str:
-    try:
-        from integration.broker import start_embedded_broker
-    except ImportError as exc:
-        raise SystemExit(f"kassign demo: the embedded broker is not available ({exc}); "
-                         "pass --bootstrap HOST:PORT of a Kafka cluster") from None
-    info = stack.enter_context(start_embedded_broker(log_dir=log_dir))
-    return info.bootstrap
+def _local_broker(stack: contextlib.ExitStack, args: argparse.Namespace):
+    """Apache Kafka from Maven Central's jars (Tansu with ``--tansu``, or when Kafka cannot run here)."""
+    from kassign.broker import open_broker
+
+    env = {"KASSIGN_BROKER": "tansu" if args.tansu else os.environ.get("KASSIGN_BROKER", ""),
+           "KASSIGN_KAFKA_VERSION": args.kafka_version or os.environ.get("KASSIGN_KAFKA_VERSION", "")}
+    return stack.enter_context(open_broker(env=env))
 
 
 def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
@@ -152,8 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_logs_to_file(out_dir / "demo.log", quiet_console=tty))
-        bootstrap = args.bootstrap or _embedded_broker(stack, out_dir)
-        print(f"kassign demo: broker {bootstrap}{' (embedded)' if not args.bootstrap else ''}", file=stream)
+        if args.bootstrap:
+            bootstrap = args.bootstrap
+            print(f"kassign demo: broker {bootstrap}", file=stream)
+        else:
+            info = _local_broker(stack, args)
+            bootstrap = info.bootstrap
+            print(f"kassign demo: broker {info.describe()}", file=stream)
         results = asyncio.run(_run_all(bootstrap, args, stream, tty))
 
     from kassign.demo.summary import format_table
