@@ -28,6 +28,7 @@ import uuid
 
 from _support import common_parser, run_example
 from aiokafka import AIOKafkaConsumer
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, RangeAssignor
 from kassign.demo.group import DemoGroup, GroupTiming, KeyedStream, create_topic
@@ -36,8 +37,9 @@ log = logging.getLogger("upgrade")
 
 
 def eager_consumer(**config):
-    """Stage 1: plain aiokafka, its default range assignor (eager)."""
-    return AIOKafkaConsumer(**config)
+    """Stage 1: plain aiokafka with its range assignor (eager). Named explicitly: aiokafka 0.14's default
+    is round-robin, which the bounced members (cooperative-sticky, range) would share no protocol with."""
+    return AIOKafkaConsumer(partition_assignment_strategy=(RangePartitionAssignor,), **config)
 
 
 def bridge_consumer(**config):

@@ -27,8 +27,12 @@ from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssi
 log = logging.getLogger("mixed-group")
 
 
-def run_librdkafka_member(bootstrap: str, group: str, topic: str, stop: threading.Event, report: dict) -> None:
-    """A confluent-kafka consumer with cooperative-sticky; incremental callbacks keep its assignment."""
+def run_librdkafka_member(bootstrap: str, group: str, topic: str, stop: threading.Event, snapshot: threading.Event,
+                          report: dict) -> None:
+    """A confluent-kafka consumer with cooperative-sticky; incremental callbacks keep its assignment.
+
+    Its final assignment is taken when ``snapshot`` is set (while the aiokafka member is still in the
+    group: once that one leaves, this one owns everything again)."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({
@@ -59,13 +63,16 @@ def run_librdkafka_member(bootstrap: str, group: str, topic: str, stop: threadin
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
                 consumed += 1
-        report["final"] = sorted(owned)
+            if snapshot.is_set() and "final" not in report:
+                report["final"] = sorted(owned)
+        report.setdefault("final", sorted(owned))
         report["consumed"] = consumed
     finally:
         consumer.close()  # revokes and leaves the group
 
 
-async def run_aiokafka_member(bootstrap: str, group: str, topic: str, seconds: float, report: dict) -> None:
+async def run_aiokafka_member(bootstrap: str, group: str, topic: str, seconds: float, report: dict,
+                              snapshot: threading.Event, peer_report: dict) -> None:
     """kassign's CooperativeConsumer: the same protocol name, so it joins the librdkafka member's group."""
     consumer = CooperativeConsumer(
         bootstrap_servers=bootstrap,
@@ -86,6 +93,11 @@ async def run_aiokafka_member(bootstrap: str, group: str, topic: str, seconds: f
             consumed += sum(len(records) for records in batches.values())
         report["final"] = sorted(tp.partition for tp in consumer.assignment())
         report["consumed"] = consumed
+        snapshot.set()  # the peer's final assignment, taken while both are still members
+        for _ in range(50):
+            if "final" in peer_report:
+                break
+            await asyncio.sleep(0.1)
     finally:
         await consumer.stop()
 
@@ -96,14 +108,14 @@ async def main_async(args) -> dict:
     await ensure_topic(args.bootstrap, topic, args.partitions)
     timing = {"session_ms": args.session_ms, "heartbeat_ms": args.heartbeat_ms}
     rdkafka, aio = dict(timing), dict(timing)
-    stop = threading.Event()
-    thread = threading.Thread(target=run_librdkafka_member, args=(args.bootstrap, group, topic, stop, rdkafka),
+    stop, snapshot = threading.Event(), threading.Event()
+    thread = threading.Thread(target=run_librdkafka_member, args=(args.bootstrap, group, topic, stop, snapshot, rdkafka),
                               name="librdkafka-member")
     thread.start()
     feeding = asyncio.create_task(produce(args.bootstrap, topic, 50, args.seconds))
     try:
         await asyncio.sleep(args.seconds / 4)  # let the librdkafka member take every partition first
-        await run_aiokafka_member(args.bootstrap, group, topic, args.seconds * 3 / 4, aio)
+        await run_aiokafka_member(args.bootstrap, group, topic, args.seconds * 3 / 4, aio, snapshot, rdkafka)
     finally:
         stop.set()
         await asyncio.to_thread(thread.join)

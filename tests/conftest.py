@@ -22,7 +22,7 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from kassign.broker import BrokerInfo, open_broker, planned_broker, start_tansu  # noqa: E402
+from kassign.broker import BrokerInfo, open_broker, planned_broker, start_kafka, start_tansu  # noqa: E402
 
 _BROKERS_USED = pytest.StashKey[list[BrokerInfo]]()
 
@@ -50,6 +50,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kafka_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
     """The session's broker (started on first use, stopped at the end of the session)."""
     with open_broker() as info:
+        pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
+        yield info
+
+
+@pytest.fixture(scope="module")
+def rack_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) -> Iterator[BrokerInfo]:
+    """Three Apache Kafka brokers on racks r1, r2, r3 (one controller), for rack-aware assignment."""
+    if kafka_broker.kind != "kafka":
+        pytest.skip(f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+    with start_kafka(version=kafka_broker.version, brokers=3, racks=("r1", "r2", "r3")) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
 

@@ -1,9 +1,8 @@
-"""What needs Apache Kafka itself (Tansu has no protocol voting and no static membership): the
-two-bounce upgrade from eager to cooperative, and static members restarting without a rebalance.
+"""What needs Apache Kafka's group coordinator (Tansu has no protocol voting and no static
+membership): the two-bounce upgrade from eager to cooperative, and static members restarting
+without a rebalance or fencing their replaced instance.
 
-One command, with Docker running (testcontainers starts apache/kafka) or against any cluster::
-
-    [KAFKA_BOOTSTRAP_SERVERS=localhost:9092] python -m pytest -m realkafka tests/integration/test_aiokafka_realkafka.py
+    python -m pytest -m realkafka tests/integration/test_aiokafka_realkafka.py
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
-from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, FencedInstanceIdError  # noqa: E402
 from kassign.metrics import phase_metrics  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(600)]
@@ -31,26 +30,44 @@ COOP = "kassign.adapters.aiokafka:CooperativeStickyAssignor"
 
 
 def _bounce(group: GroupDriver, member: str, strategy) -> str:
+    kind = group.member_kind(member)
     group.stop_member(member)
-    new = group.start_member("aiokafka", strategy, consumer_factory=CONSUMER)
-    group.wait_settled(90)
+    factory = {"consumer_factory": CONSUMER} if kind == "aiokafka" else {}
+    new = group.start_member(kind, strategy, **factory)
+    group.wait_settled(90, balanced=True)
     return new
 
 
+#: Each client's strategy lists for the three stages: eager range; cooperative-sticky preferred with
+#: range still listed (the group keeps voting range and rebalancing eagerly while anybody lacks
+#: cooperative-sticky); cooperative-sticky alone. librdkafka refuses to list an eager and a
+#: cooperative assignor together, so it stays on range in the first bounce and switches first in the
+#: second (while everybody else still lists range next to cooperative-sticky).
+STAGES = {
+    "aiokafka": (RANGE, [COOP, RANGE], [COOP]),
+    "java": ("range", ["cooperative-sticky", "range"], ["cooperative-sticky"]),
+    "confluent": ("range", "range", "cooperative-sticky"),
+}
+
+
 def test_two_rolling_bounces_upgrade_eager_range_to_cooperative(bootstrap_servers, group_id, topic_factory):
+    """aiokafka (kassign), Java and librdkafka members move from eager range to cooperative-sticky in two
+    rolling bounces while consuming: every partition single-owned throughout, nothing lost, and the
+    last bounce, fully cooperative, pauses no kept partition."""
     topic = topic_factory(12)
     with GroupDriver(bootstrap_servers, group_id, topic) as group:
         producer = group.start_producer(rate=200)
-        members = group.start_members(3, "aiokafka", RANGE, consumer_factory=CONSUMER)
-        group.wait_settled(90)
-        # Bounce 1: list cooperative-sticky first, keep range: the group votes cooperative-sticky
-        # once everybody lists it, but runs eager as long as range is listed.
-        members = [_bounce(group, m, [COOP, RANGE]) for m in members]
-        # Bounce 2: drop range. Upgraded members rebalance cooperatively from the first restart on.
+        members = []
+        for kind in ("aiokafka", "java", "confluent", "aiokafka"):
+            factory = {"consumer_factory": CONSUMER} if kind == "aiokafka" else {}
+            members.append(group.start_member(kind, STAGES[kind][0], **factory))
+        group.wait_settled(90, balanced=True)
+        members = [_bounce(group, m, STAGES[group.member_kind(m)][1]) for m in members]
+        members.sort(key=lambda m: group.member_kind(m) != "confluent")  # stable: the aiokafka one stays last
         for member in members[:-1]:
-            _bounce(group, member, [COOP])
+            _bounce(group, member, STAGES[group.member_kind(member)][2])
         last_bounce = time.time()
-        _bounce(group, members[-1], [COOP])
+        _bounce(group, members[-1], STAGES[group.member_kind(members[-1])][2])
         producer.stop()
         events = group.wait_all_processed(producer, 60)
     assert_exclusive(events)
@@ -69,47 +86,107 @@ class Calls(ConsumerRebalanceListener):
         self.calls.append(("assigned", set(assigned)))
 
 
+def _static_consumer(bootstrap_servers, group_id, instance, timing):
+    return CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_instance_id=instance,
+                            partition_assignment_strategy=(CooperativeStickyAssignor,),
+                            session_timeout_ms=timing.session_ms, heartbeat_interval_ms=timing.heartbeat_ms,
+                            auto_offset_reset="earliest")
+
+
+async def _balanced(consumers, partitions, timing, timeout=60.0):
+    """The balanced split (every partition once, equal shares), unchanged for three heartbeats.
+
+    A cooperative group passes through fully owned but unbalanced states between its two rounds;
+    only the balanced split, held, is the end state."""
+    share = len(partitions) // len(consumers)
+    deadline = time.monotonic() + timeout
+    held_since, last = None, None
+    while time.monotonic() < deadline:
+        owned = [frozenset(c.assignment()) for c in consumers]
+        done = set().union(*owned) == partitions and all(len(o) == share for o in owned)
+        if done and owned == last:
+            if time.monotonic() - held_since >= 3 * timing.heartbeat_ms / 1000:
+                return owned
+        else:
+            held_since = time.monotonic() if done else None
+        last = owned
+        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+    raise AssertionError(f"group did not reach a held balanced split: {last}")
+
+
 def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id, topic_factory):
+    """A static member (group.instance.id) that restarts within its session timeout sends no
+    LeaveGroup on close and gets its partitions back on rejoin: nobody else sees a rebalance."""
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
     timing = GroupTiming(session_ms=10000, heartbeat_ms=1000)
 
-    def consumer(instance, listener):
-        c = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_instance_id=instance,
-                                partition_assignment_strategy=(CooperativeStickyAssignor,),
-                                session_timeout_ms=timing.session_ms, heartbeat_interval_ms=timing.heartbeat_ms,
-                                auto_offset_reset="earliest")
-        c.subscribe([topic], listener=listener)
-        return c
-
-    async def settled(consumers, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            owned = [c.assignment() for c in consumers]
-            if set().union(*owned) == partitions and sum(map(len, owned)) == 6 and all(owned):
-                return owned
-            await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
-        raise AssertionError("group did not settle")
-
     async def scenario():
         listeners = [Calls() for _ in range(3)]
-        consumers = [consumer(f"static-{i}", lst) for i, lst in enumerate(listeners)]
-        for c in consumers:  # static-0 joins first and leads; static-2 is bounced
+        consumers = [_static_consumer(bootstrap_servers, group_id, f"static-{i}", timing) for i in range(3)]
+        for c, lst in zip(consumers, listeners):  # static-0 joins first and leads; static-2 is bounced
+            c.subscribe([topic], listener=lst)
             await c.start()
-        before = await settled(consumers)
+        before = await _balanced(consumers, partitions, timing)
         calls_before = [list(lst.calls) for lst in listeners[:2]]
-        await consumers[2].stop()  # a static member sends no LeaveGroup
+        await consumers[2].stop()  # revokes in its own listener, but sends no LeaveGroup
         restarted_listener = Calls()
-        consumers[2] = consumer("static-2", restarted_listener)
+        consumers[2] = _static_consumer(bootstrap_servers, group_id, "static-2", timing)
+        consumers[2].subscribe([topic], listener=restarted_listener)
+        began = time.monotonic()
         await consumers[2].start()
-        after = await settled(consumers)
-        for _ in range(3 * timing.heartbeat_ms // 100):  # a few heartbeats: would reveal a rebalance
-            await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+        while not consumers[2].assignment():
+            await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
+        regained_s = time.monotonic() - began
+        after = await _balanced(consumers, partitions, timing)
+        calls_after = [list(lst.calls) for lst in listeners[:2]]  # before close(): closing revokes
+        restarted_calls = list(restarted_listener.calls)
         for c in consumers:
             await c.stop()
-        return before, after, calls_before, [lst.calls for lst in listeners[:2]], restarted_listener.calls
+        return before, after, calls_before, calls_after, restarted_calls, regained_s
 
-    before, after, calls_before, calls_after, restarted = asyncio.run(scenario())
+    before, after, calls_before, calls_after, restarted, regained_s = asyncio.run(scenario())
     assert after == before
     assert calls_after == calls_before, "the other members saw a rebalance"
-    assert restarted == [("assigned", before[2])]
+    assert restarted == [("assigned", set(before[2]))]
+    assert regained_s < timing.session_ms / 1000, f"the restarted member waited {regained_s:.1f} s"
+
+
+def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_factory):
+    """A second instance started with a running static member's group.instance.id takes its place:
+    it gets the old instance's partitions with no rebalance for the others, and the old instance is
+    fenced for good (FENCED_INSTANCE_ID): it loses its partitions, raises from getmany and never rejoins
+    (without the instance id in its heartbeats the two would keep taking the id from each other)."""
+    topic = topic_factory(4)
+    partitions = {TP(topic, p) for p in range(4)}
+    timing = GroupTiming(session_ms=10000, heartbeat_ms=500)
+
+    async def scenario():
+        listeners = [Calls(), Calls()]
+        consumers = [_static_consumer(bootstrap_servers, group_id, f"static-{i}", timing) for i in range(2)]
+        for c, lst in zip(consumers, listeners):
+            c.subscribe([topic], listener=lst)
+            await c.start()
+        before = await _balanced(consumers, partitions, timing)
+        calls_before = list(listeners[0].calls)
+        replacement = _static_consumer(bootstrap_servers, group_id, "static-1", timing)
+        replacement.subscribe([topic])
+        await replacement.start()
+        raised = []
+        deadline = time.monotonic() + 8 * timing.heartbeat_ms / 1000
+        while time.monotonic() < deadline:
+            results = await asyncio.gather(*(c.getmany(timeout_ms=100) for c in (*consumers, replacement)),
+                                           return_exceptions=True)
+            raised += [r for r in results if isinstance(r, BaseException)]
+        after = (consumers[0].assignment(), consumers[1].assignment(), replacement.assignment())
+        calls_after = list(listeners[0].calls)
+        for c in (*consumers, replacement):
+            await c.stop()
+        return before, after, raised, calls_before, calls_after, listeners[1].calls
+
+    before, after, raised, calls_before, calls_after, old_calls = asyncio.run(scenario())
+    kept, old, new = after
+    assert kept == before[0] and new == before[1] and not old, after
+    assert raised and all(isinstance(e, FencedInstanceIdError) for e in raised), raised
+    assert calls_after == calls_before, "the untouched member saw a rebalance"
+    assert old_calls[-1] == ("revoked", set(before[1])), old_calls  # lost (no on_partitions_lost here)

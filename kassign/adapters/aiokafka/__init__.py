@@ -15,6 +15,7 @@ from kassign.adapters.aiokafka.assignors import (
 )
 from kassign.adapters.aiokafka.consumer import CooperativeConsumer
 from kassign.adapters.aiokafka.group_protocol import IllegalCooperativeAssignment
+from kassign.adapters.aiokafka.static_heartbeat import FencedInstanceIdError
 
 __all__ = [
     "StickyAssignor",
@@ -23,4 +24,5 @@ __all__ = [
     "RoundRobinAssignor",
     "CooperativeConsumer",
     "IllegalCooperativeAssignment",
+    "FencedInstanceIdError",
 ]

@@ -15,6 +15,9 @@ leader computes and what a member does with its assignment, as Java's ConsumerCo
 * EAGER: everything is revoked before joining, as aiokafka does;
 * partitions lost to a generation reset (fenced, session expired) go to the listener's
   ``on_partitions_lost`` when it has one (else ``on_partitions_revoked``) and are not committed;
+* a static member (``group_instance_id``) heartbeats with its instance id, so one replaced by a
+  new instance is answered FENCED_INSTANCE_ID: it loses its partitions, never rejoins, and the
+  next ``getmany()``/``getone()`` raises :class:`FencedInstanceIdError` (as Java's poll does);
 * an assignor with group-wide state (the delayed assignor) gets it sent to every member and
   received back through ``on_assignment_user_data``; when it then asks for a rejoin after
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
@@ -37,11 +40,16 @@ import aiokafka.errors as Errors
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
 from aiokafka.coordinator.protocol import ConsumerProtocol
 from aiokafka.protocol.commit import OffsetCommitRequest
-from aiokafka.protocol.group import JoinGroupRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.follow_up import FollowUpPolicy, mark_assignments, read_follow_up
+from kassign.adapters.aiokafka.static_heartbeat import (
+    FENCED_INSTANCE_ID,
+    FencedInstanceIdError,
+    InstanceHeartbeatRequest,
+)
 from kassign.adapters.aiokafka.group_protocol import (
     decode_member_subscriptions,
     leader_assignment,
@@ -175,6 +183,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         # The assignor's requested rejoin (its delay ending), pending until it fires or a new
         # assignment, leaving or closing replaces it.
         self._scheduled_rejoin: asyncio.TimerHandle | None = None
+        self._fenced = False  # a replaced static member: final
         super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
 
     @property
@@ -468,8 +477,34 @@ class KassignGroupCoordinator(GroupCoordinator):
     # only mean "the group is rebalancing": as Java does, the member resets only when its generation
     # is unchanged and the member id is unknown; ILLEGAL_GENERATION from a known member just rejoins.
 
+    # -- static members ----------------------------------------------------------------------
+
+    def need_rejoin(self, subscription: Any) -> bool:
+        return not self._fenced and super().need_rejoin(subscription)
+
+    async def _do_heartbeat(self) -> bool:
+        if self._fenced:
+            return False
+        try:
+            return await super()._do_heartbeat()
+        except Errors.KafkaError:
+            if not self._fenced:
+                raise
+        # Final, as in Java: what this member owned may already be its replacement's.
+        log.error("group %s: static member %s was fenced by another instance with the same id; its partitions "
+                  "are lost and it will not rejoin", self.group_id, self._group_instance_id)
+        if self._owned:
+            await self._lose_partitions(self._owned)
+        if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+            self._install(frozenset(), carried=frozenset())
+        raise FencedInstanceIdError(f"group {self.group_id}: instance {self._group_instance_id}")
+
     async def _send_req(self, request: Any) -> Any:
+        if isinstance(request, HeartbeatRequest) and self._group_instance_id is not None:
+            request = InstanceHeartbeatRequest(self.group_id, self.generation, self.member_id, self._group_instance_id)
         response = await super()._send_req(request)
+        if getattr(response, "error_code", None) == FENCED_INSTANCE_ID:
+            self._fenced = True
         if isinstance(request, OffsetCommitRequest):
             # Set until _do_commit_offsets has handled this response, which it does without awaiting.
             self._commit_response_for = self._commit_sent_as
