@@ -8,9 +8,10 @@ and one Java member, all ``cooperative-sticky``) and then applies steps:
 ``leave``         a member closes cleanly (LeaveGroup after committing);
 ``crash``         a member is SIGKILLed: no LeaveGroup, its session times out on the broker;
 ``restart_same``  a member is SIGKILLed and its replacement starts at once under the *same* member
-                  name (client id): a process restart. Tansu has no static membership, so the broker
-                  sees a new member id joining while the dead one still holds its partitions until
-                  its session expires; on the timeline both lives share one name;
+                  name (client id): a process restart. The members are dynamic (no static
+                  membership), so the broker sees a new member id joining while the dead one still
+                  holds its partitions until its session expires; on the timeline both lives share
+                  one name;
 ``restart_new``   the same, but the replacement takes a new name (a new pod / host);
 ``resubscribe``   a member changes its subscription (topic ``a`` only <-> topics ``a`` and ``b``). Our
                   member programs subscribe once, so the change is a clean close and an immediate
@@ -24,17 +25,11 @@ the group and checks the whole timeline (:func:`churn_problems`).
 Replay one sequence: ``python -m benchmarks.churn_soak --seed N [--profile small]``.
 
 A group that does not settle in time ends the run early as *stalled* (:attr:`ChurnResult.stalled`),
-a failure. (On Tansu librdkafka cooperative members can keep a group rebalancing: they re-send the
-last JoinGroup's generation, and Tansu starts a new generation for every changed metadata.)
-One stall is the broker's alone: Tansu 0.6.0 keeps a forming group's leader after that leader sent
-LeaveGroup (a librdkafka or Java member closed mid-rebalance), and no member can sync again. The
-runner diagnoses it, heals the group (:func:`leaderless_group`), records it in
-:attr:`ChurnResult.broker_defects` and goes on.
+a failure.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import random
@@ -78,7 +73,6 @@ __all__ = [
     "settle_problems",
     "excused_partitions",
     "unowned_partition_seconds",
-    "leaderless_group",
 ]
 
 ACTIONS = ("join", "leave", "crash", "restart_same", "restart_new", "resubscribe")
@@ -387,9 +381,6 @@ class ChurnResult:
     #: records of topics no member read when the sequence ended (left out of ``produced``)
     unread: int = 0
     duration: float = 0.0
-    #: Tansu's leaderless-group stalls the runner diagnosed and healed (see :func:`leaderless_group`);
-    #: the sequence went on and was checked in full
-    broker_defects: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> int:
@@ -402,8 +393,7 @@ class ChurnResult:
                 f"double-owned {self.double_owned_ps:.3f} ps, unowned {self.unowned_ps:.1f} ps, "
                 f"duplicates {self.duplicates} (unexcused "
                 f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
-                f"{self.duration:.1f}s"
-                + (f", {len(self.broker_defects)} broker defect(s) healed" if self.broker_defects else ""))
+                f"{self.duration:.1f}s")
 
 
 class ChurnFailure(AssertionError):
@@ -444,7 +434,6 @@ class _GroupPool:
             bootstrap, group_id, topics, timing, log_dir
         self._drivers: list[tuple[str, GroupDriver, set[str]]] = []
         self.current: dict[str, tuple[MemberSpec, GroupDriver]] = {}
-        self.broker_defects: list[str] = []
 
     def _new_driver(self, subscription: str) -> tuple[str, GroupDriver, set[str]]:
         topics = [self.topics[role] for role in SUBSCRIPTIONS[subscription]]
@@ -523,19 +512,6 @@ class _GroupPool:
         self.wait_for(problems, timeout, "group settled")
         return since[0]
 
-    def settle(self, partitions: Mapping[str, Sequence[TopicPartition]], timeout: float) -> float:
-        """:meth:`wait_settled`; a group that does not settle because of Tansu's leaderless-group
-        defect is healed (once per wait, recorded in ``broker_defects``) and waited for again."""
-        try:
-            return self.wait_settled(partitions, timeout)
-        except TimeoutError:
-            diagnosis = leaderless_group(self.bootstrap, self.group_id, evict=True)
-            if diagnosis is None:
-                raise
-            log.warning("group %s: %s; healed, waiting for the settle again", self.group_id, diagnosis)
-            self.broker_defects.append(diagnosis)
-            return self.wait_settled(partitions, timeout)
-
     def kill_all(self) -> None:
         """SIGKILL every current member (a stalled group's members hang in JoinGroup and cannot leave)."""
         for name in sorted(self.current):
@@ -546,80 +522,6 @@ class _GroupPool:
     def close(self) -> None:
         for _, driver, _ in self._drivers:
             driver.close()
-
-
-# -- stall diagnosis ----------------------------------------------------------------------------
-
-#: Protocol names the probe offers: a JoinGroup must name the group's protocol to be answered.
-_PROBE_PROTOCOLS = ("cooperative-sticky", "sticky", "range", "roundrobin")
-
-
-def leaderless_group(bootstrap: str, group_id: str, *, evict: bool = False, timeout: float = 15.0) -> str | None:
-    """Whether ``group_id`` stalled because its rebalance leader is no longer a member (Tansu 0.6.0).
-
-    Tansu keeps a forming group's leader when that leader sends LeaveGroup (it drops the leader on
-    LeaveGroup only once the group has formed, and on session expiry): the departed member then
-    stays "leader" of every following JoinGroup, nobody sends the assignments, and every SyncGroup
-    fails with REBALANCE_IN_PROGRESS for good. A probe member joins (the JoinGroup answer names the
-    leader), reads the member list (DescribeGroups) and leaves. Returns the diagnosis, or None when
-    the leader is a member or the probe failed. The probe is itself a rebalance: use it on stalled
-    groups only.
-
-    ``evict``: heal such a group through the one path on which Tansu drops a forming group's leader,
-    session expiry. The probe rejoins under the departed leader's member id and goes silent; about a
-    session timeout later Tansu evicts that member, clears the leader, and the next member to join
-    leads the rebalance. A test-broker workaround, never a client behaviour: real Kafka picks a new
-    leader itself.
-    """
-    try:
-        return asyncio.run(asyncio.wait_for(_probe_leader(bootstrap, group_id, evict), timeout))
-    except Exception as exc:  # a diagnosis must never hide the stall itself
-        log.warning("probing group %s for a departed leader failed: %r", group_id, exc)
-        return None
-
-
-async def _probe_leader(bootstrap: str, group_id: str, evict: bool) -> str | None:
-    from aiokafka.client import AIOKafkaClient
-    from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-    from aiokafka.errors import for_code
-    from aiokafka.protocol.admin import DescribeGroupsRequest
-    from aiokafka.protocol.group import JoinGroupRequest, LeaveGroupRequest
-
-    client = AIOKafkaClient(bootstrap_servers=bootstrap, client_id="kassign-stall-probe")
-    await client.bootstrap()
-    try:
-        node = await client.coordinator_lookup(0, group_id)  # 0: group coordinator
-        metadata = ConsumerProtocolMemberMetadata(0, [], b"").encode()
-        protocols = [(name, metadata) for name in _PROBE_PROTOCOLS]
-        member_id = ""
-        while True:
-            joined = await client.send(node, JoinGroupRequest(group_id, 30000, 30000, member_id, None, "consumer",
-                                                              protocols))
-            error = for_code(joined.error_code).__name__
-            if error != "MemberIdRequired":
-                break
-            member_id = joined.member_id
-        if joined.error_code:
-            log.warning("stall probe of group %s: JoinGroup answered %s", group_id, error)
-            return None
-        described = await client.send(node, DescribeGroupsRequest([group_id]))
-        await client.send(node, LeaveGroupRequest(group_id, joined.member_id))
-        members = sorted(m[0] for g in described.groups for m in g[5] if m[0] != joined.member_id)
-        leader = joined.leader_id
-        if not leader or leader == joined.member_id or leader in members:
-            return None
-        diagnosis = (f"broker defect: generation {joined.generation_id}'s leader {leader} is not a member of the "
-                     f"group (members {members}); Tansu keeps a leader that sent LeaveGroup while the group was "
-                     "forming, so no member can ever sync")
-        if evict:
-            ghost = await client.send(node, JoinGroupRequest(group_id, 30000, 30000, leader, None, "consumer",
-                                                             protocols))
-            if ghost.error_code:
-                return diagnosis + f"; evicting the departed leader failed ({for_code(ghost.error_code).__name__})"
-            diagnosis += "; rejoined under its member id and went silent for Tansu's session expiry to evict it"
-        return diagnosis
-    finally:
-        await client.close()
 
 
 def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming = GroupTiming(),
@@ -650,7 +552,7 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         producers = [pool.start_producer("a", profile.rate), pool.start_producer("b", profile.rate / 2)]
         for spec in sequence.initial:
             pool.start(spec)
-        first_settle = pool.settle(partitions, settle_timeout + 5 * len(sequence.initial))
+        first_settle = pool.wait_settled(partitions, settle_timeout + 5 * len(sequence.initial))
         for number, step in enumerate(sequence.steps, 1):
             step_label = f"step {number} ({step})"
             log.info("seed %s %s", sequence.seed, step_label)
@@ -661,11 +563,11 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
             if step.start is not None:
                 pool.start(step.start)
             if step.settle:
-                pool.settle(partitions, settle_timeout)
+                pool.wait_settled(partitions, settle_timeout)
             else:
                 time.sleep(step.gap)  # the gap is part of the sequence: the next step hits the rebalance
         step_label = "final settle"
-        final_settle = pool.settle(partitions, settle_timeout)
+        final_settle = pool.wait_settled(partitions, settle_timeout)
         step_label = "draining"
         for producer in producers:
             producer.stop()
@@ -681,9 +583,6 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         # JoinGroup), so they are killed; the timeline up to here is still checked for double
         # ownership and unexcused duplicates, but not for lost records (nobody could read them).
         stalled = f"{step_label}: {exc}"
-        diagnosis = leaderless_group(bootstrap, tag)
-        if diagnosis:
-            stalled += f" [{diagnosis}]"
         log.warning("seed %s stalled at %s", sequence.seed, stalled)
         for producer in producers:
             producer.stop()
@@ -704,8 +603,7 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     write_events(path, events)
     result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
                          (first_settle if first_settle is not None else began_at, final_settle), path,
-                         stalled=stalled, unread=unread, duration=time.monotonic() - began,
-                         broker_defects=list(pool.broker_defects))
+                         stalled=stalled, unread=unread, duration=time.monotonic() - began)
     analyse(result, partitions)
     return result
 

@@ -53,9 +53,8 @@ _JAVA_SOURCE = _ROOT / "java" / "JavaMember.java"
 class GroupTiming:
     """Consumer timeouts every member of a group gets.
 
-    Tansu fixes a group's session timeout at its first join and holds each JoinGroup for half of
-    it, so all members share one short session timeout. Apache Kafka accepts these only with
-    ``group.min.session.timeout.ms`` lowered (the docker-compose file and the testcontainers broker do).
+    All members share one short session timeout. Apache Kafka accepts it only with
+    ``group.min.session.timeout.ms`` lowered, as the brokers kassign starts do (500 ms).
     """
 
     session_ms: int = 1500

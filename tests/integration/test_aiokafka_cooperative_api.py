@@ -31,7 +31,7 @@ from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
 
-# Tansu holds every JoinGroup for half the session timeout: keep it short.
+# Short timeouts keep each rebalance quick (the test broker allows sessions down to 500 ms).
 TIMING = dict(session_timeout_ms=1500, heartbeat_interval_ms=250, auto_offset_reset="earliest")
 
 RevokeHook = Callable[[frozenset[TP]], Awaitable[None]]

@@ -104,11 +104,8 @@ async def _wait_all_seen(members, sent, timeout):
 async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, second, produce_between=30):
     partitions = {TP(topic, p) for p in range(n_partitions)}
     sent = defaultdict(list)
-    # Each wave of members starts together and joins in one rebalance, not during the previous
-    # newcomer's cooperative follow-up: fewer rounds in which Tansu can fail a follower's SyncGroup
-    # (it holds one sent before the leader's and fails it with REBALANCE_IN_PROGRESS when anyone
-    # rejoins meanwhile). Such failures once made this test cycle for minutes, while members still
-    # rejoined with changed metadata after a failed round (README, Known limits).
+    # Each wave of members starts together and joins in one rebalance. (Tansu quirk: it fails a held
+    # follower's SyncGroup when anyone rejoins meanwhile, so overlapping rounds once cycled there.)
     await asyncio.gather(*(member.start() for member in first))
     try:
         await wait_consumers_settled([m.consumer for m in first], partitions, 40)

@@ -49,7 +49,7 @@ def test_recorder_on_cooperative_consumer_records_observed_join_and_sync(bootstr
     join, sync, assigned = kinds.index("join"), kinds.index("sync"), kinds.index("cb_assigned")
     assert join < sync < assigned, kinds
     assert out[join].get("gen") is None  # a new member has no generation yet
-    assert out[sync]["gen"] >= 0 and out[sync]["protocol"] == "cooperative"  # Tansu counts from 0
+    assert out[sync]["gen"] >= 1 and out[sync]["protocol"] == "cooperative"  # Kafka's first generation is 1
     assert sorted(out[assigned]["parts"]) == [0, 1]
     assert kinds[-1] == "closed" and kinds.index("closing") > assigned, kinds
     assert recorder.metrics()["rebalance-total"] >= 1

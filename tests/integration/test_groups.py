@@ -1,9 +1,8 @@
 """Live consumer groups on the session broker: end states and invariants, never round counts.
 
-On Tansu (the default) joins are held for half the session timeout and generations differ from
-Kafka's, so every test polls for the settled state with a deadline and then checks, over the whole
-timeline recorded from the members' own callbacks: no partition owned by two members at once, every
-partition owned after settling, every produced record processed at least once.
+Every test polls for the settled state with a deadline (rebalance timing is the broker's) and then
+checks, over the whole timeline recorded from the members' own callbacks: no partition owned by two
+members at once, every partition owned after settling, every produced record processed at least once.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from integration.timeline_checks import assert_all_processed, assert_exclusive, 
 
 pytestmark = pytest.mark.broker
 
-# Deadlines, not expectations: settling usually takes 2-9 s, but on 2 loaded cores Tansu can need a
-# few extra join windows (an evicted leader, a SyncGroup that arrives after the window) to converge.
+# Deadlines, not expectations: on Apache Kafka settling takes 1-5 s; the margin is for 2 loaded cores.
 EAGER_SETTLE_S = 40.0
 COOPERATIVE_SETTLE_S = 60.0
 
@@ -193,7 +191,7 @@ def test_crashed_member_waits_for_its_session_timeout(bootstrap_servers, group_i
 @pytest.mark.realkafka
 def test_closed_member_leaves_before_its_session_timeout(kafka_broker, group_id, topic_factory):
     """A clean close sends LeaveGroup, so Kafka moves the partitions without waiting for the session
-    to expire (Tansu does not: there both take a session timeout or more)."""
+    to expire. (Tansu quirk: there both take a session timeout or more.)"""
     topic = topic_factory(6)
     with GroupDriver(kafka_broker.bootstrap, group_id, topic) as group:
         group.start_members(3, "aiokafka", "roundrobin")
@@ -204,7 +202,7 @@ def test_closed_member_leaves_before_its_session_timeout(kafka_broker, group_id,
 
 @pytest.mark.realkafka
 def test_protocol_voting_picks_the_common_strategy(kafka_broker, group_id, topic_factory):
-    """Kafka chooses the first protocol every member supports; Tansu would take the first joiner's first."""
+    """Kafka chooses the first protocol every member supports. (Tansu quirk: it takes the first joiner's first.)"""
     topic = topic_factory(6)
     with GroupDriver(kafka_broker.bootstrap, group_id, topic) as group:
         group.start_member("java", ["roundrobin", "range"])

@@ -30,7 +30,7 @@ from kassign.telemetry import METRIC_NAMES, MetricConfig, RebalanceRecorder, met
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(150)]
 
 PARTITIONS = 6
-SESSION_MS = 4000  # Tansu holds each join for half of it; the crash is noticed after all of it
+SESSION_MS = 4000  # the crash is noticed after all of it
 WINDOW = MetricConfig(time_window_ms=600_000)
 # The wrapper reads the clock just outside the user's callback, so its duration contains the callback's own
 # (up to the microsecond the duration is rounded to). How much longer it is depends on the scheduler: on a
