@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -151,16 +152,19 @@ def _info(plan: dict[str, Any], report: dict[str, Any]) -> BrokerInfo:
                       detail=f"supervisor pid {report.get('supervisor_pid')}")
 
 
-@contextlib.contextmanager
-def _owned(make_plan) -> Iterator[BrokerInfo]:
+def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
+    """A fresh work directory and the plan written into it (the directory is removed if planning fails)."""
     workdir = Path(tempfile.mkdtemp(prefix="kassign-broker-"))
     try:
-        plan = make_plan(workdir)
+        return workdir, make_plan(workdir)
     except BaseException:
-        import shutil
-
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def _owned(make_plan) -> Iterator[BrokerInfo]:
+    _workdir, plan = _planned(make_plan)
     proc, report = _spawn_supervisor(plan, detached=False)
     info = _info(plan, report)
     log.info("broker up: %s", info.describe())
@@ -189,9 +193,8 @@ def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager
 def start_detached(*, tansu: bool = False, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
                    racks: tuple[str, ...] = (), port: int | None = None, startup_timeout: float = 90.0) -> BrokerInfo:
     """Start a broker that keeps running after this process exits, until :func:`stop_detached`."""
-    workdir = Path(tempfile.mkdtemp(prefix="kassign-broker-"))
-    plan = _tansu_plan(workdir, port) if tansu else _kafka_plan(workdir, version, brokers, tuple(racks), port,
-                                                                 startup_timeout)
+    _workdir, plan = _planned(lambda workdir: _tansu_plan(workdir, port) if tansu else
+                              _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout))
     first_port = split_bootstrap(plan["bootstrap"])[0][1]
     plan["state_file"] = str(run_dir() / f"broker-{first_port}.json")
     _proc, report = _spawn_supervisor(plan, detached=True)

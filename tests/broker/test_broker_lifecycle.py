@@ -80,6 +80,17 @@ def test_the_broker_stops_when_its_owner_dies(kind, how):
             owner.kill()
 
 
+@pytest.fixture
+def no_leftover_workdirs():
+    """Whatever the test starts or fails to start leaves no work directory behind."""
+    before = _workdirs()
+    yield
+    deadline = time.monotonic() + 10
+    while _workdirs() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _workdirs() - before, f"left behind: {_workdirs() - before}"
+
+
 def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kassign.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
@@ -93,7 +104,7 @@ def _one_line_error(res: subprocess.CompletedProcess, *needles: str) -> None:
         assert needle in first, first
 
 
-def test_cli_start_status_stop_of_a_detached_broker(tmp_path):
+def test_cli_start_status_stop_of_a_detached_broker(tmp_path, no_leftover_workdirs):
     env = {"KASSIGN_RUN_DIR": str(tmp_path)}
     port = free_port()
     started = _cli("broker", "start", "--port", str(port), env=env)
@@ -114,7 +125,7 @@ def test_cli_start_status_stop_of_a_detached_broker(tmp_path):
     assert not list(tmp_path.glob("broker-*.json"))
 
 
-def test_too_old_a_java_is_one_line(tmp_path):
+def test_too_old_a_java_is_one_line(tmp_path, no_leftover_workdirs):
     fake = tmp_path / "jdk" / "bin"
     fake.mkdir(parents=True)
     (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.21" 2023-10-17\' >&2\n')
@@ -123,12 +134,12 @@ def test_too_old_a_java_is_one_line(tmp_path):
     _one_line_error(res, "Java 17", "Java 11")
 
 
-def test_no_java_at_all_is_one_line(tmp_path):
+def test_no_java_at_all_is_one_line(tmp_path, no_leftover_workdirs):
     res = _cli("broker", "start", env={"JAVA_HOME": "", "PATH": str(tmp_path), "KASSIGN_RUN_DIR": str(tmp_path)})
     _one_line_error(res, "no `java` was found")
 
 
-def test_no_maven_and_no_cached_jars_is_one_line(tmp_path):
+def test_no_maven_and_no_cached_jars_is_one_line(tmp_path, no_leftover_workdirs):
     java_dir = Path(subprocess.run(["sh", "-c", "command -v java"], capture_output=True, text=True).stdout.strip())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -138,14 +149,14 @@ def test_no_maven_and_no_cached_jars_is_one_line(tmp_path):
     _one_line_error(res, "no cached jars for Apache Kafka 4.0.0", "mvn")
 
 
-def test_a_broker_that_does_not_come_up_in_time_shows_its_log(tmp_path):
+def test_a_broker_that_does_not_come_up_in_time_shows_its_log(tmp_path, no_leftover_workdirs):
     res = _cli("broker", "start", "--timeout", "0.2", env={"KASSIGN_RUN_DIR": str(tmp_path)})
     _one_line_error(res, "did not answer within")
     assert "its log" in res.stderr
     assert not list(tmp_path.glob("broker-*.json"))
 
 
-def test_bad_cli_values_are_one_line(tmp_path):
+def test_bad_cli_values_are_one_line(tmp_path, no_leftover_workdirs):
     for args, needle in ((("--brokers", "0"), "1 to 9"), (("--port", "70000"), "70000"),
                          (("--racks", "a,,b"), "a,,b"), (("--tansu", "--brokers", "3"), "--tansu")):
         res = _cli("broker", "start", *args, env={"KASSIGN_RUN_DIR": str(tmp_path)})
