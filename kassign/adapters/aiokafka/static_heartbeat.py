@@ -48,10 +48,10 @@ class HeartbeatRequest_v3(RequestStruct):
     )
 
 
-_Structs: TypeAlias = HeartbeatRequest_v0 | HeartbeatRequest_v1 | HeartbeatRequest_v3
+_Structs: TypeAlias = "HeartbeatRequest_v0 | HeartbeatRequest_v1 | HeartbeatRequest_v3"
 
 
-class InstanceHeartbeatRequest(Request[_Structs]):
+class InstanceHeartbeatRequest(Request[HeartbeatRequest_v3]):
     """A heartbeat naming the static member's instance when the broker speaks v3 (Kafka 2.3+)."""
 
     API_KEY = 12
@@ -64,3 +64,8 @@ class InstanceHeartbeatRequest(Request[_Structs]):
         if request_struct_class.API_VERSION >= 3:
             return request_struct_class(*self._fields, self._group_instance_id)
         return request_struct_class(*self._fields)
+
+
+# aiokafka reads the versions a request supports from its generic argument (a ``v0 | v1 | v3`` union);
+# they are set here instead so that the module also imports where aiokafka is mocked (the API docs).
+InstanceHeartbeatRequest._CLASSES = (HeartbeatRequest_v0, HeartbeatRequest_v1, HeartbeatRequest_v3)
