@@ -112,7 +112,7 @@ def test_rack_aware_keeps_the_quota_and_assigns_everything(n, k, member_racks, r
         assert sorted(p for t, p in ps if t == "t") == sorted(p for t, p in ps if t == "u")
 
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 
 
 def _recorded_range_settles() -> list[tuple[str, str, dict[str, list[int]]]]:
@@ -126,7 +126,7 @@ def _recorded_range_settles() -> list[tuple[str, str, dict[str, list[int]]]]:
 
 
 def test_reproduces_the_range_splits_recorded_from_java_and_librdkafka_groups() -> None:
-    """Real groups (shared/data/rebalance-timelines, not produced by kassign) settled on Java's and
+    """Real groups (data/rebalance-timelines, not produced by kassign) settled on Java's and
     librdkafka's range assignment of 24 partitions: with member ids that sort in the same order as
     the recorded members, RangeAssignor gives every member the same partitions."""
     settles = _recorded_range_settles()

@@ -1,5 +1,5 @@
 """``kassign simulate --replay``: recorded groups replayed through the simulator under another
-assignor or protocol, on the shared recordings and on a small hand-written multi-file recording."""
+assignor or protocol, on the recordings in data/rebalance-timelines and on a small hand-written multi-file recording."""
 
 from __future__ import annotations
 
@@ -16,12 +16,10 @@ from kassign.sim import Crash, ScaleIn, ScaleOut
 from kassign.sim.cli import main as simulate_main
 from kassign.sim.replay import load_recording, membership_changes, plan_replay, replay, replay_config
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 RANGE_RUN = RECORDINGS / "kafka-java-range-r1"
-needs_recordings = pytest.mark.skipif(not RANGE_RUN.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
 
 
-@needs_recordings
 def test_eager_recording_replayed_as_cooperative_moves_no_more_and_names_the_difference() -> None:
     report = replay(load_recording(RANGE_RUN), assignor="cooperative-sticky")
     recorder = json.loads((RANGE_RUN / "metrics.json").read_text())
@@ -42,7 +40,6 @@ def test_eager_recording_replayed_as_cooperative_moves_no_more_and_names_the_dif
     assert "unowned partition-seconds" in line and "rounds" in line and "settle time" in line
 
 
-@needs_recordings
 def test_cli_prints_side_by_side_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate_main(["--replay", str(RANGE_RUN), "--assignor", "cooperative-sticky"]) == 0
     out = capsys.readouterr().out
@@ -55,7 +52,6 @@ def test_cli_prints_side_by_side_table(capsys: pytest.CaptureFixture[str]) -> No
     assert "shutdown" in out  # the survivors' final close is named, not replayed
 
 
-@needs_recordings
 def test_recording_without_meta_takes_settings_from_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(RANGE_RUN / "events.jsonl.gz", tmp_path / "events.jsonl.gz")
     assert simulate_main(["--replay", str(tmp_path), "--broker", "kafka", "--session-ms", "10000",
@@ -69,7 +65,6 @@ def test_recording_without_meta_takes_settings_from_flags(tmp_path: Path, capsys
     assert rows["1:scale_out simulated"]["moved"] <= rows["1:scale_out recorded"]["moved"]
 
 
-@needs_recordings
 def test_every_shared_recording_replays_as_cooperative_sticky() -> None:
     runs = sorted(d for d in RECORDINGS.iterdir() if (d / "metrics.json").is_file())
     assert len(runs) >= 30
@@ -85,7 +80,6 @@ def test_every_shared_recording_replays_as_cooperative_sticky() -> None:
         assert sim_moved <= rec_moved, run.name
 
 
-@needs_recordings
 def test_members_files_are_merged_by_time(tmp_path: Path) -> None:
     """The run's timeline split into one file per writer (as telemetry leaves it) reads back as the run."""
     events = load_recording(RANGE_RUN / "events.jsonl.gz").events

@@ -1,4 +1,4 @@
-"""The simulator against the recorded real groups (shared/data/rebalance-timelines).
+"""The simulator against the recorded real groups (data/rebalance-timelines).
 
 Apache Kafka: predicted unowned partition-seconds, rounds and settle times within 25 % of the
 recorded medians per client and strategy, and the same partition movements. Tansu (the broker
@@ -14,8 +14,7 @@ import pytest
 
 from kassign.sim.calibration import compare, load_runs, recorded_metrics, simulated_metrics
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
-pytestmark = pytest.mark.skipif(not RECORDINGS.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 
 
 def _runs(broker: str):  # noqa: ANN202

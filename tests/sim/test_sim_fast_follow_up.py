@@ -11,7 +11,7 @@ import pytest
 from kassign.sim import Crash, RollingRestart, ScaleIn, ScaleOut, Scenario, SimConfig, simulate
 from kassign.sim.follow_up import mark_follow_up, read_follow_up
 
-#: The recorded groups' Kafka settings (shared/data/rebalance-timelines): session 10 s, heartbeat 1 s.
+#: The recorded groups' Kafka settings (data/rebalance-timelines): session 10 s, heartbeat 1 s.
 KAFKA = SimConfig(assignor="cooperative-sticky", broker="kafka", session_timeout_ms=10000.0,
                   heartbeat_interval_ms=1000.0, rebalance_timeout_ms=30000.0)
 TANSU = replace(KAFKA, broker="tansu", session_timeout_ms=1500.0, heartbeat_interval_ms=250.0)

@@ -1,4 +1,4 @@
-"""kassign.metrics: the recorder's metrics reproduced from the shared recordings, and the
+"""kassign.metrics: the recorder's metrics reproduced from the recordings in data/rebalance-timelines, and the
 definitions checked on small hand-made timelines."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from kassign.events import Event, read_events
 from kassign.metrics import count_rounds, ownership_intervals, phase_metrics, recording_phases, timeline_metrics
 from kassign.model import TopicPartition
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
-RUNS = sorted(d.name for d in RECORDINGS.iterdir() if (d / "metrics.json").is_file()) if RECORDINGS.is_dir() else []
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
+RUNS = sorted(d.name for d in RECORDINGS.iterdir() if (d / "metrics.json").is_file())
 #: metrics.json values that the events determine (gap_kept_s/gap_moved_s/base_gap_s were measured
 #: on processed records, which the events do not carry).
 FROM_EVENTS = ("settle_s", "window_s", "unowned_ps", "double_owned_ps", "moved", "unowned_parts", "kept",
@@ -29,7 +29,6 @@ def ev(member: str, t: float, kind: str, parts: list[int] | None = None, **extra
     return Event(member, t, kind, None if parts is None else [tp(p) for p in parts], dict(extra))
 
 
-@pytest.mark.skipif(not RECORDINGS.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
 @pytest.mark.parametrize("run", RUNS)
 def test_reproduces_recorded_metrics(run: str) -> None:
     d = RECORDINGS / run

@@ -12,7 +12,7 @@ from kassign.events import read_events
 from kassign.sim import SCENARIO_KINDS, Crash, ScaleIn, ScaleOut, Scenario, make_scenario, random_scenario
 from kassign.sim.cli import main as simulate_main
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 
 
 def test_scenarios_compose() -> None:
@@ -69,7 +69,6 @@ def test_simulate_rejects_bad_settings(capsys: pytest.CaptureFixture[str]) -> No
     assert simulate_main(["--set", "oops"]) == 2
 
 
-@pytest.mark.skipif(not RECORDINGS.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
 def test_replay_sets_simulation_beside_recording(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate_main(["--replay", str(RECORDINGS / "kafka-java-coop-r1"), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

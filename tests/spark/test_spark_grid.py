@@ -12,7 +12,7 @@ from kassign.spark.grid import expand_grid, load_grid
 from kassign.spark.tasks import group_sources, measure_group, run_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDINGS = ROOT / ".." / "shared" / "data" / "rebalance-timelines"
+RECORDINGS = ROOT / "data" / "rebalance-timelines"
 
 
 def test_example_grid_expands_to_supported_pairs_only() -> None:
@@ -57,7 +57,6 @@ def test_a_spec_runs_to_phase_and_event_rows() -> None:
     assert all(e["scenario_id"] == spec["scenario_id"] for e in events)
 
 
-@pytest.mark.skipif(not RECORDINGS.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
 def test_groups_without_meta_get_detected_phases(tmp_path: Path) -> None:
     run = RECORDINGS / "kafka-java-range-r1"
     bare = tmp_path / "bare"

@@ -20,7 +20,7 @@ from kassign.spark.pipeline import run_analysis, run_sweep, spark_session  # noq
 from kassign.spark.report import PLOTS, write_report  # noqa: E402
 from kassign.spark.tasks import group_sources  # noqa: E402
 
-RECORDINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "rebalance-timelines"
+RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 GRID = {
     "assignors": ["range", "cooperative-sticky"],
     "protocols": ["eager", "cooperative"],
@@ -81,7 +81,6 @@ def test_sweep_aggregates_match_direct_simulation(spark, tmp_path: Path) -> None
     assert len(json.loads((tmp_path / "aggregates.json").read_text())) == len(direct)
 
 
-@pytest.mark.skipif(not RECORDINGS.is_dir(), reason=f"shared recordings not found at {RECORDINGS}")
 def test_analyze_reproduces_recorded_metrics(spark) -> None:  # noqa: ANN001
     runs = [RECORDINGS / f"kafka-java-{s}-r{r}" for s in ("range", "coop") for r in (1, 2, 3)]
     result = run_analysis(spark, group_sources([str(r) for r in runs]), None, with_events=False, progress=False)

@@ -11,7 +11,7 @@ from kassign.events import Event, read_events
 from kassign.model import TopicPartition
 from kassign.telemetry import METRIC_NAMES, CoordinatorMetrics, metrics_from_events
 
-DATA = Path("/work/shared/data/rebalance-timelines")
+DATA = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 
 
 def ev(t: float, kind: str, parts: list[int] | None = None, **extra) -> Event:
