@@ -1,6 +1,6 @@
 """The benchmark's group shapes, and the case-file format every implementation reads.
 
-A case file (the format of ``/work/shared/tools/kafka4-uniform``, so Kafka 4's UniformAssignor, Java's
+A case file (the format of the kafka4-uniform tool in ``../shared/tools/``, so Kafka 4's UniformAssignor, Java's
 StickyAssignor and kassign run identical inputs), whitespace separated::
 
     topics T            then T lines  "name partitions"

@@ -388,7 +388,10 @@ K4_README_MS: dict[str, dict[str, float]] = {
 
 
 def k4_tool_dir() -> Path:
-    return Path(os.environ.get("KAFKA4_UNIFORM_TOOL", "/work/shared/tools/kafka4-uniform"))
+    """The kafka4-uniform tool (``$KAFKA4_UNIFORM_TOOL``, else ``../shared/tools/kafka4-uniform`` beside the
+    checkout); without it the benchmark prints the quoted figures instead."""
+    default = Path(__file__).resolve().parent.parent.parent / "shared" / "tools" / "kafka4-uniform"
+    return Path(os.environ.get("KAFKA4_UNIFORM_TOOL", default))
 
 
 def k4_built() -> bool:

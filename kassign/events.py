@@ -2,7 +2,7 @@
 ``kassign analyze``.
 
 One JSON object per line, the same shape as the recorded Java and librdkafka timelines in
-``shared/data/rebalance-timelines``::
+``data/rebalance-timelines``::
 
     {"id": "m1", "t": 1795316494.476, "ev": "cb_assigned", "parts": [0, 3, 6]}
 

@@ -1,7 +1,7 @@
 """Rebalance metrics computed from a timeline of events (:mod:`kassign.events`).
 
 One set of definitions serves simulated timelines, recorded real groups and telemetry, and they
-match the recorder of ``shared/data/rebalance-timelines`` (see its README):
+match the recorder of ``data/rebalance-timelines`` (see its README):
 
 - a member *owns* a partition from the start of the assign callback that hands it over to the
   start of the revoke/lost callback that takes it away (or the member's crash);

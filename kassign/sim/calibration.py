@@ -1,4 +1,4 @@
-"""Calibration against recorded real groups (``shared/data/rebalance-timelines``).
+"""Calibration against recorded real groups (``data/rebalance-timelines``).
 
 A recorded run directory holds ``meta.json`` (settings and wall-clock marks), ``events.jsonl.gz``
 and ``metrics.json``. :func:`scenario_for` and :func:`config_for` turn a run's meta into the

@@ -19,7 +19,7 @@ __all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS"]
 #: JoinGroup for half the session timeout and answers with whoever has joined.
 BROKER_MODELS = ("kafka", "tansu")
 
-#: Latencies fitted to the recorded groups (shared/data/rebalance-timelines): ``spawn_ms`` from a
+#: Latencies fitted to the recorded groups (data/rebalance-timelines): ``spawn_ms`` from a
 #: trigger to the consumer acting on it (subscribing or closing), ``startup_ms`` from subscribing
 #: to the first JoinGroup, ``poll_ms`` for the poll loop to act on a rebalance the heartbeat
 #: thread learnt of, ``revocation_ms`` for the revoke callback (a synchronous commit),

@@ -2,7 +2,7 @@
 
 A *recording* is any timeline in the :mod:`kassign.events` schema: one telemetry file, several
 members' files of one group (merged by time), or a recorded run directory of
-``shared/data/rebalance-timelines`` (``events.jsonl.gz``, with or without ``meta.json``).
+``data/rebalance-timelines`` (``events.jsonl.gz``, with or without ``meta.json``).
 
 From the recording alone the replay infers the group's membership timeline:
 

@@ -3,7 +3,7 @@
 ::
 
     kassign sweep examples/grids/small.yaml --master 'local[*]' --out out/sweep
-    kassign analyze ../shared/data/rebalance-timelines/* --out out/recorded
+    kassign analyze data/rebalance-timelines/* --out out/recorded
 
 Both write ``phases/`` (one row per scenario phase), ``events/`` (the timelines) and
 ``aggregates/`` as Parquet under ``--out``, plus ``report.html`` with its PNG plots and
