@@ -218,13 +218,13 @@ class GroupDriver:
         self._members: dict[str, _Member] = {}
         self._timeline = _Timeline()
         self._producers: list[KeyedProducer] = []
-        self._java_classes: str | None = None
+        self._java_classes: dict[str, str] = {}  # kafka-clients version -> compiled JavaMember
         self._next_number = 1
 
     # -- members -------------------------------------------------------------------------------
 
-    def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None
-                        ) -> list[str]:
+    def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None,
+                        kafka_clients: str | None) -> list[str]:
         t = self.timing
         common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
                   "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
@@ -234,17 +234,21 @@ class GroupDriver:
             common += ["--rack", rack]
         if consumer_factory is not None and kind != "aiokafka":
             raise ValueError(f"consumer_factory applies to aiokafka members only, not {kind!r}")
+        if kafka_clients is not None and kind != "java":
+            raise ValueError(f"kafka_clients applies to Java members only, not {kind!r}")
         if kind == "aiokafka":
             extra = ["--consumer-factory", _import_path(consumer_factory)] if consumer_factory is not None else []
             return [sys.executable, "-m", "integration.members.aiokafka_member", *common, *extra]
         if kind == "confluent":
             return [sys.executable, "-m", "integration.members.confluent_member", *common]
         if kind == "java":
-            from kassign._java import compile_java, java_command
+            from kassign._java import REFERENCE_KAFKA_CLIENTS, compile_java, java_command
 
-            if self._java_classes is None:
-                self._java_classes = compile_java(_JAVA_SOURCE)
-            return java_command(self._java_classes, "JavaMember", *common, heap=self.java_heap)
+            version = kafka_clients or REFERENCE_KAFKA_CLIENTS
+            if version not in self._java_classes:
+                self._java_classes[version] = compile_java(_JAVA_SOURCE, kafka_version=version)
+            return java_command(self._java_classes[version], "JavaMember", *common, heap=self.java_heap,
+                                kafka_version=version)
         raise ValueError(f"unknown member kind {kind!r}; expected one of {MEMBER_KINDS}")
 
     def start_member(
@@ -255,13 +259,15 @@ class GroupDriver:
         member_id: str | None = None,
         consumer_factory: str | Callable[..., Any] | None = None,
         rack: str | None = None,
+        kafka_clients: str | None = None,
     ) -> str:
         """Start one member; returns its id (``m1``, ``m2``, ... unless given).
 
         ``strategy``: see :func:`strategy_argument`; Java takes range/roundrobin/sticky/
         cooperative-sticky, confluent range/roundrobin/cooperative-sticky, aiokafka its own names or
         assignor classes. ``consumer_factory`` (aiokafka only): a class or ``module:attr`` used in place
-        of ``AIOKafkaConsumer``.
+        of ``AIOKafkaConsumer``. ``kafka_clients`` (Java only): the kafka-clients version from Maven
+        Central (default :data:`kassign._java.REFERENCE_KAFKA_CLIENTS`, 3.9.1; 4.x works too).
         """
         if member_id is None:
             member_id = f"m{self._next_number}"
@@ -269,7 +275,7 @@ class GroupDriver:
         if member_id in self._members:
             raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
         strategy_arg = strategy_argument(strategy)
-        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack)
+        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.

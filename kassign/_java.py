@@ -1,60 +1,70 @@
-"""Locate Java and Apache kafka-clients (from the PyPI wheel ``shigawire-apache-flink-libraries``)
-and compile/run small Java programs against it.
+"""Java and Apache kafka-clients from Maven Central, to compile and run small Java programs against.
 
 Used by the conformance tests, the benchmarks and the integration driver's Java members; kassign's
-library code never needs Java.
+library code never needs Java. The jars (``org.apache.kafka:kafka-clients`` and a silent slf4j
+binding) are resolved once per version into kassign's cache (:mod:`kassign.broker.maven`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
+from kassign.broker.errors import BrokerUnavailable
+from kassign.broker.jvm import find_java
+from kassign.broker.maven import resolve_jars
+
 log = logging.getLogger(__name__)
 
-__all__ = ["JavaUnavailable", "kafka_classpath", "compile_java", "java_command"]
+__all__ = ["JavaUnavailable", "REFERENCE_KAFKA_CLIENTS", "kafka_classpath", "compile_java", "java_command"]
+
+#: The kafka-clients version the oracles and the default Java members run (Java's reference behaviour).
+REFERENCE_KAFKA_CLIENTS = "3.9.1"
 
 
-class JavaUnavailable(RuntimeError):
-    """Java 17 or the kafka-clients jar is not available on this machine."""
+class JavaUnavailable(BrokerUnavailable):
+    """Java 17, Maven or the kafka-clients jars are not available on this machine."""
 
 
-def kafka_classpath() -> list[str]:
-    """The kafka-clients 3.9.1 and slf4j-api jars shipped inside the ``pyflink`` package."""
-    spec = importlib.util.find_spec("pyflink")
-    if spec is None or not spec.submodule_search_locations:
-        raise JavaUnavailable("package shigawire-apache-flink-libraries (pyflink/lib/kafka-clients.jar) is not installed")
-    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
-    jars = [lib / "kafka-clients.jar", lib / "slf4j-api.jar"]
-    missing = [str(j) for j in jars if not j.exists()]
-    if missing:
-        raise JavaUnavailable(f"missing jars: {missing}")
+def kafka_classpath(version: str = REFERENCE_KAFKA_CLIENTS) -> list[str]:
+    """The jars of kafka-clients ``version`` (with its dependencies and slf4j-nop), from the cache or Maven Central."""
+    try:
+        jars = resolve_jars(f"kafka-clients-{version}",
+                            [f"org.apache.kafka:kafka-clients:{version}", "org.slf4j:slf4j-nop:1.7.36"],
+                            label=f"kafka-clients {version}")
+    except BrokerUnavailable as exc:
+        raise JavaUnavailable(str(exc)) from None
     return [str(j) for j in jars]
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise JavaUnavailable(f"{name} not found on PATH")
-    return path
+def _java_tool(name: str) -> str:
+    try:
+        runtime = find_java(17, purpose="kassign's Java programs")
+    except BrokerUnavailable as exc:
+        raise JavaUnavailable(str(exc)) from None
+    tool = Path(runtime.executable).with_name(name)
+    if not tool.exists():
+        raise JavaUnavailable(f"{tool} not found: install a JDK (not only a JRE)")
+    return str(tool)
 
 
-def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike[str] | None = None) -> str:
-    """Compile Java sources against kafka-clients; returns the class directory (cached by content)."""
+def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike[str] | None = None,
+                 kafka_version: str = REFERENCE_KAFKA_CLIENTS) -> str:
+    """Compile Java sources against kafka-clients ``kafka_version``; returns the class directory (cached by
+    content and version)."""
     srcs = [Path(s) for s in sources]
-    digest = hashlib.sha256(b"".join(s.read_bytes() for s in srcs)).hexdigest()[:16]
+    digest = hashlib.sha256(kafka_version.encode() + b"".join(s.read_bytes() for s in srcs)).hexdigest()[:16]
     root = Path(build_root or Path(__file__).resolve().parent.parent / ".java-build")
     out = root / digest
     if (out / ".ok").exists():
         return str(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [_tool("javac"), "-nowarn", "-d", str(out), "-cp", os.pathsep.join(kafka_classpath()), *map(str, srcs)]
-    log.info("compiling %s", " ".join(s.name for s in srcs))
+    cmd = [_java_tool("javac"), "-nowarn", "-d", str(out), "-cp", os.pathsep.join(kafka_classpath(kafka_version)),
+           *map(str, srcs)]
+    log.info("compiling %s against kafka-clients %s", " ".join(s.name for s in srcs), kafka_version)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"javac failed:\n{res.stderr}")
@@ -62,7 +72,8 @@ def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike
     return str(out)
 
 
-def java_command(class_dir: str, main_class: str, *args: str, heap: str = "2g") -> list[str]:
-    """The argv that runs ``main_class`` from ``class_dir`` with kafka-clients on the classpath."""
-    cp = os.pathsep.join([class_dir, *kafka_classpath()])
-    return [_tool("java"), f"-Xmx{heap}", "-cp", cp, main_class, *args]
+def java_command(class_dir: str, main_class: str, *args: str, heap: str = "2g",
+                 kafka_version: str = REFERENCE_KAFKA_CLIENTS) -> list[str]:
+    """The argv that runs ``main_class`` from ``class_dir`` with kafka-clients ``kafka_version`` on the classpath."""
+    cp = os.pathsep.join([class_dir, *kafka_classpath(kafka_version)])
+    return [_java_tool("java"), f"-Xmx{heap}", "-cp", cp, main_class, *args]

@@ -108,14 +108,16 @@ def test_leader_leaving_between_the_two_rebalances(bootstrap_servers, group_id, 
 
 
 @pytest.mark.java
-def test_mixed_group_converges(bootstrap_servers, group_id, topic_factory):
-    """aiokafka (kassign) + Java CooperativeStickyAssignor + librdkafka cooperative-sticky in one group."""
+@pytest.mark.parametrize("kafka_clients", ["3.9.1", "4.4.0"])
+def test_mixed_group_converges(bootstrap_servers, group_id, topic_factory, kafka_clients):
+    """aiokafka (kassign) + Java CooperativeStickyAssignor (kafka-clients 3.9 and 4.x) + librdkafka
+    cooperative-sticky in one group."""
     topic = topic_factory(12)
     with GroupDriver(bootstrap_servers, group_id, topic) as group:
         producer = group.start_producer(rate=200)
         _start_cooperative(group, 1)
         group.wait_settled(40)
-        group.start_member("java", "cooperative-sticky")
+        group.start_member("java", "cooperative-sticky", kafka_clients=kafka_clients)
         group.start_member("confluent", "cooperative-sticky")
         mixed = group.wait_settled(90)
         _start_cooperative(group, 1)
