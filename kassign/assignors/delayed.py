@@ -231,6 +231,8 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
         now_ms = self._now_ms()
         members = {member_id: self._decode_member(member_id, sub) for member_id, sub in sorted(subscriptions.items())}
         previous, remaining_ms = self._latest_state(members.values())
+        # The leader's own configuration bounds every delay, whatever a member echoes.
+        remaining_ms = min(remaining_ms, self.scheduled_rebalance_max_delay_ms)
         all_partitions = _partitions_of(partitions_per_topic, subscriptions)
 
         if self.scheduled_rebalance_max_delay_ms == 0:
@@ -404,6 +406,11 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
                 data = decode_delay_subscription_data(sub.user_data)
             except ProtocolError as exc:
                 log.warning("member %s sent unparseable user data, treating it as new: %s", member_id, exc)
+        if data.state is not None and not 0 <= data.state.epoch < _INT32_MAX:
+            # The next epoch is this one + 1 and must fit an int32: a state no leader could have written.
+            log.warning("member %s echoed delay state epoch %d, outside [0, %d): treating its user data as "
+                        "unreadable", member_id, data.state.epoch, _INT32_MAX - 1)
+            data = DelaySubscriptionData(None)
         generation = sub.generation_id if sub.generation_id is not None else data.generation
         identity = MemberIdentity(member_id, sub.group_instance_id, data.worker_id)
         return _Member(member_id, identity, generation, data.state)

@@ -15,7 +15,7 @@ trailing bytes are ignored; fields newer than the written version are dropped wh
 from __future__ import annotations
 
 from kassign.model import Assignment, Subscription, TopicPartition
-from kassign.protocol.topic_partitions import expand, group_sorted, java_string_order
+from kassign.protocol.topic_partitions import expand, group_by_topic, group_sorted, java_string_order
 from kassign.protocol.wire import Reader, Writer, as_buffer
 
 __all__ = ["HIGHEST_VERSION", "encode_subscription", "decode_subscription", "encode_assignment", "decode_assignment"]
@@ -108,14 +108,15 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
 def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
     """Serialize ``assignment`` as ConsumerProtocolAssignment ``version`` (0-3) with its version header.
 
-    Partitions are grouped by topic, topics and partitions sorted.
+    Partitions are grouped by topic in the order given, as Java's ``ConsumerProtocol`` writes them:
+    topics in order of first appearance, each topic's partitions as listed.
     """
     if not isinstance(assignment, Assignment):
         raise TypeError(f"encode_assignment needs a kassign.Assignment, got {type(assignment).__name__}")
     version = _encode_version(version, "assignment")
     w = Writer()
     w.int16(version)
-    _write_topic_partitions(w, group_sorted(assignment.partitions, "Assignment.partitions"), "assigned")
+    _write_topic_partitions(w, group_by_topic(assignment.partitions, "Assignment.partitions"), "assigned")
     w.nullable_bytes(assignment.user_data, "Assignment.user_data")
     return w.getvalue()
 

@@ -665,8 +665,10 @@ _identities = st.builds(
     st.sampled_from([None, "i-a", "i-gone"]), st.sampled_from([None, "w-a", "w-b", "w-gone"]),
 )
 _partitions = st.lists(st.builds(TopicPartition, st.sampled_from(["x", "y"]), st.integers(-1, 9)), max_size=8)
+_INT32 = st.sampled_from([-(2**31), -1, 2**31 - 2, 2**31 - 1])
 _states = st.builds(
-    DelayState, st.integers(0, 5), st.integers(-10, DELAY), st.integers(-1, DELAY), st.none() | _identities,
+    DelayState, st.integers(0, 5) | _INT32, st.integers(-10, DELAY) | _INT32, st.integers(-1, DELAY) | _INT32,
+    st.none() | _identities,
     st.lists(st.builds(WorkerPartitions, _identities, _partitions.map(tuple)), max_size=3).map(tuple),
     st.lists(_identities, max_size=3).map(tuple),
 )
@@ -696,3 +698,32 @@ def test_any_echoed_state_gives_a_valid_assignment(echoed, owned, topics):
     held = {p for entry in leader.last_state.held_back for p in entry.partitions}
     assert not held & seen
     assert decode_delay_state(leader.assignment_user_data) == leader.last_state
+    assert 0 <= leader.last_state.delay_ms <= DELAY, "the leader's own configuration bounds every delay"
+
+
+def _echoing(state: DelayState) -> dict[str, Subscription]:
+    return {"a": Subscription(["x"], encode_delay_subscription_data(DelaySubscriptionData("w-a", 4, None)), [], 4),
+            "b": Subscription(["x"], encode_delay_subscription_data(DelaySubscriptionData("w-b", 4, state)),
+                              [TopicPartition("x", 0)], 4)}
+
+
+def test_an_echoed_epoch_at_int32_max_is_unreadable_not_a_crash(caplog):
+    """Epoch + 1 would not fit the wire: the leader ignores that member's state instead of failing to encode."""
+    state = DelayState(2**31 - 1, 1000, -1, MemberIdentity("gone", None, "w-gone"),
+                       (WorkerPartitions(MemberIdentity("gone", None, "w-gone"), (TopicPartition("x", 1),)),), ())
+    leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w-a", clock=FakeClock())
+    result = leader.assign({"x": 2}, _echoing(state))
+    assert sorted(p for ps in result.values() for p in ps) == [TopicPartition("x", 0), TopicPartition("x", 1)]
+    assert leader.last_state.epoch == 1
+    assert "outside" in caplog.text
+
+
+def test_an_echoed_delay_beyond_the_leaders_maximum_is_capped():
+    """A member echoing a 24.8-day delay cannot hold a departed member's partitions longer than the leader allows."""
+    gone = MemberIdentity("gone", None, "w-gone")
+    state = DelayState(3, 2**31 - 1, 2**31 - 1, MemberIdentity("a", None, "w-old"),
+                       (WorkerPartitions(gone, (TopicPartition("x", 1),)),), ())
+    leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w-a", clock=FakeClock())
+    leader.assign({"x": 2}, _echoing(state))
+    assert leader.last_state.delay_ms <= DELAY
+    assert leader.rejoin_after_s is None or leader.rejoin_after_s <= DELAY / 1000
