@@ -51,6 +51,12 @@ def validate_assign_input(
         except TypeError:
             topic = next((t for t in sub.topics if not isinstance(t, str)), sub.topics)
             raise TypeError(f"member {member!r} subscribes to a non-string topic {topic!r}") from None
+        generation = sub.generation_id
+        if generation is not None:
+            if isinstance(generation, bool) or not isinstance(generation, int):
+                raise TypeError(f"generation_id of member {member!r} must be an int or None, got {generation!r}")
+            if not -(2**31) <= generation < 2**31:
+                raise ValueError(f"generation_id of member {member!r} must fit an int32, got {generation}")
     if partition_racks is not None and not isinstance(partition_racks, Mapping):
         raise TypeError(f"partition_racks must be a mapping of TopicPartition -> racks, got {type(partition_racks).__name__}")
 

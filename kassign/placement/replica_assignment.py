@@ -53,6 +53,8 @@ def _normalize_brokers(brokers: Mapping[int, str | None] | Sequence[int]) -> lis
     for broker, rack in items:
         if isinstance(broker, bool) or not isinstance(broker, int):
             raise TypeError(f"broker ids must be ints, got {broker!r}")
+        if not 0 <= broker <= _INT32_MAX:
+            raise ValueError(f"broker ids are between 0 and {_INT32_MAX} (Kafka's node.id), got {broker}")
         if broker in seen:
             raise ValueError(f"broker id {broker} is listed twice")
         seen.add(broker)

@@ -39,7 +39,11 @@ class Reader:
 
     def __init__(self, data: bytes | bytearray | memoryview, structure: str, pos: int = 0) -> None:
         # bytes slice and unpack directly; other buffers go through a flat byte view.
-        self._view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        if not isinstance(data, bytes):
+            view = memoryview(data)
+            # A strided view (e.g. data[::2]) cannot be cast in place: read a copy of its bytes.
+            data = view.cast("B") if view.c_contiguous else view.tobytes()
+        self._view = data
         self.pos = pos
         self.structure = structure
 

@@ -62,3 +62,13 @@ def test_gc_left_disabled_if_the_caller_disabled_it() -> None:
 def test_bad_input_names_the_offending_value(ppt, subs, exc, needle) -> None:
     with pytest.raises(exc, match=needle):
         StickyAssignor().assign(ppt, subs)
+
+
+@pytest.mark.parametrize(("generation", "error", "needle"), [("abc", TypeError, "'abc'"), (10**20, ValueError, "int32"),
+                                                             (True, TypeError, "True")])
+def test_a_bad_generation_is_named(generation, error, needle):
+    from kassign.assignors import CooperativeStickyAssignor
+
+    subs = {"a": Subscription(["t"], None, [], 1), "b": Subscription(["t"], None, [], generation)}
+    with pytest.raises(error, match=needle):
+        CooperativeStickyAssignor().assign({"t": 2}, subs)

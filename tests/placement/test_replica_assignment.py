@@ -143,3 +143,8 @@ def test_reassignment_json_shape() -> None:
                                                 {"topic": "orders", "partition": 1, "replicas": [2, 0]}]}
     with pytest.raises(ValueError):
         reassignment_json("", {})
+
+
+def test_negative_broker_ids_are_rejected():
+    with pytest.raises(ValueError, match="-1"):
+        assign_replicas_to_brokers([-1, 0, 1], 3, 2, fixed_start_index=0)

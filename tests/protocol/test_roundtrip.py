@@ -136,3 +136,10 @@ def test_empty_rack_decodes_as_none(rack: str) -> None:
 
 def test_negative_generation_is_written_as_minus_one_like_java() -> None:
     assert encode_subscription(Subscription(["t"], generation_id=-5)) == encode_subscription(Subscription(["t"]))
+
+
+def test_a_strided_memoryview_decodes_like_its_bytes() -> None:
+    data = encode_assignment(Assignment([TopicPartition("t", 1), TopicPartition("u", 0)], b"ud"))
+    strided = memoryview(bytes(b for pair in zip(data, data) for b in pair))[::2]
+    assert not strided.c_contiguous
+    assert decode_assignment(strided) == decode_assignment(data)
