@@ -64,13 +64,8 @@ class OfflineCoordinator(KassignGroupCoordinator):
         self._subscription = subscription
         self._assignors = (StubAssignor(),)
         self._protocol = listener_protocol
-        self._owned = frozenset()
-        self._owned_generation = -1
+        self._init_member_state()
         self._client_rack = None
-        self._owned_assignment = None
-        self._commit_sent_as = self._commit_response_for = None
-        self._commit_reset_wanted = False
-        self._joining = False
         self._enable_auto_commit = auto_commit
         self._commit_refresh_task = None
         self._retry_backoff_ms = 10

@@ -123,12 +123,7 @@ class _Offline(KassignGroupCoordinator):
         self._assignors = (_Assignor(),)
         self._protocol = protocol
         self._follow_up = FollowUpPolicy(fast_follow_up)
-        self._owned = frozenset()
-        self._owned_assignment = None
-        self._scheduled_rejoin = None
-        self._commit_sent_as = self._commit_response_for = None
-        self._commit_reset_wanted = False
-        self._joining = False
+        self._init_member_state()
         self._enable_auto_commit = False
         self._commit_refresh_task = None
         self._retry_backoff_ms = 10

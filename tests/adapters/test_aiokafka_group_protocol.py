@@ -16,10 +16,11 @@ from kassign.adapters.aiokafka.group_protocol import (  # noqa: E402
     decode_member_subscriptions,
     leader_assignment,
     member_metadata,
+    read_member_subscriptions,
     select_rebalance_protocol,
 )
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition  # noqa: E402
-from kassign.protocol import decode_assignment, decode_subscription  # noqa: E402
+from kassign.protocol import decode_assignment, decode_subscription, encode_subscription  # noqa: E402
 from tests.adapters.fakes import FakeCluster  # noqa: E402
 
 EAGER, COOPERATIVE = RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE
@@ -142,3 +143,32 @@ def test_leader_assignment_fails_loudly_on_a_cooperative_violation():
     # The same answer is legal under the eager protocol, where everybody revoked first.
     assert set(leader_assignment(thief, FakeCluster({"t": 1}), subs, EAGER)) == {"a", "b"}
 
+
+
+def test_an_unreadable_member_gets_nothing_and_unclaimed_partitions_wait_a_round():
+    """Cooperative: ``u``'s metadata does not parse, so it may own partitions nobody can see (here it
+    does own t-1 and t-2). Round 1 gives it nothing (it revokes everything) and hands out no partition
+    that no readable member claims; round 2, with ``u`` known to own nothing, hands everything out."""
+    from kassign.assignors import CooperativeStickyAssignor
+
+    members = [("a", encode_subscription(Subscription(["t"], None, [TP("t", 0)], 4))),
+               ("b", encode_subscription(Subscription(["t"], None, [], 4))),
+               ("u", b"\x00\x03\xff\xff")]
+    subs, unreadable = read_member_subscriptions(members)
+    assert unreadable == {"u"}
+    first = leader_assignment(CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE,
+                              unreadable=unreadable, may_own=unreadable)
+    got = {m: set(decode_assignment(b).partitions) for m, b in first.items()}
+    assert got == {"a": {TP("t", 0)}, "b": set(), "u": set()}, got
+    second = leader_assignment(CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE,
+                               unreadable=unreadable, may_own=())
+    got = {m: set(decode_assignment(b).partitions) for m, b in second.items()}
+    assert got["u"] == set() and got["a"] | got["b"] == {TP("t", p) for p in range(4)} and not got["a"] & got["b"]
+
+
+def test_eager_rounds_need_no_withholding_for_unreadable_members():
+    members = [("a", java_subscription_v1(["t"], None, [])), ("u", b"\xff")]
+    subs, unreadable = read_member_subscriptions(members)
+    out = leader_assignment(StubAssignor(answer={"a": [TP("t", 0), TP("t", 1)]}), FakeCluster({"t": 2}), subs, EAGER,
+                            unreadable=unreadable, may_own=unreadable)
+    assert sorted(decode_assignment(out["a"]).partitions) == [TP("t", 0), TP("t", 1)]

@@ -51,8 +51,8 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     InstanceHeartbeatRequest,
 )
 from kassign.adapters.aiokafka.group_protocol import (
-    decode_member_subscriptions,
     leader_assignment,
+    read_member_subscriptions,
     member_metadata,
     select_rebalance_protocol,
 )
@@ -165,6 +165,11 @@ class KassignGroupCoordinator(GroupCoordinator):
         # withheld, and rejoin at once on a mark instead of waiting for the next heartbeat.
         self._follow_up = FollowUpPolicy(fast_follow_up)
         self._client_rack = client_rack
+        self._init_member_state()
+        super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
+
+    def _init_member_state(self) -> None:
+        """kassign's own member state, as a new member has it (also used by tests that skip the network)."""
         # What this member owns, and the aiokafka Assignment holding those partitions' positions.
         # Tracked apart from the subscription because a subscription change drops aiokafka's
         # assignment while a cooperative member keeps consuming what is still subscribed.
@@ -184,7 +189,12 @@ class KassignGroupCoordinator(GroupCoordinator):
         # assignment, leaving or closing replaces it.
         self._scheduled_rejoin: asyncio.TimerHandle | None = None
         self._fenced = False  # a replaced static member: final
-        super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
+        # Leader: members whose metadata it could not read and emptied in the last completed round (they
+        # own nothing now); those of this round, until its SyncGroup succeeds; and whether this round
+        # withheld partitions for such members, so that the leader rejoins after it.
+        self._emptied_unreadable: frozenset[str] = frozenset()
+        self._emptying_unreadable: frozenset[str] = frozenset()
+        self._rejoin_after_sync = False
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -286,14 +296,19 @@ class KassignGroupCoordinator(GroupCoordinator):
         if assignor is None:
             raise Errors.KafkaError(f"group {self.group_id} chose protocol {response.group_protocol!r}, "
                                     "which this consumer did not offer")
-        subscriptions = decode_member_subscriptions(response.members)
+        subscriptions, unreadable = read_member_subscriptions(response.members)
+        may_own = unreadable - self._emptied_unreadable if self._protocol is RebalanceProtocol.COOPERATIVE else frozenset()
+        self._emptying_unreadable = unreadable
+        # Withheld partitions go out in the next round; nobody else may rejoin to start it.
+        self._rejoin_after_sync = bool(may_own)
         all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
         # The leader watches every topic the group subscribes to, so metadata changes reach it.
         self._group_subscription = all_topics
         if not self._subscription.subscribed_pattern:
             self._client.set_topics(all_topics)
         await self._client._maybe_wait_metadata()
-        assignments = leader_assignment(assignor, self._cluster, subscriptions, self._protocol)
+        assignments = leader_assignment(assignor, self._cluster, subscriptions, self._protocol,
+                                        unreadable=unreadable, may_own=may_own)
         withheld = getattr(assignor, "partitions_transferring_ownership", None)
         if self._follow_up.leader_marks(self._protocol is RebalanceProtocol.COOPERATIVE, withheld):
             log.info("group %s generation %s: %d partitions withheld; marking the follow-up", self.group_id,
@@ -352,8 +367,10 @@ class KassignGroupCoordinator(GroupCoordinator):
         log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
                  sorted(assigned), sorted(added), sorted(revoked))
         await self._call_listener("on_partitions_assigned", added)
-        if revoked:
-            # The partitions just freed go out in the follow-up rebalance.
+        self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
+        if revoked or self._rejoin_after_sync:
+            # The partitions just freed (or withheld for an unreadable member) go out in the follow-up rebalance.
+            self._rejoin_after_sync = False
             self.request_rejoin()
         elif follow_up:
             log.info("group %s generation %s: follow-up pending; rejoining without waiting for a heartbeat",

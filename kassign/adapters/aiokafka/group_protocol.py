@@ -9,7 +9,7 @@ aiokafka's v0 struct, so owned partitions, generations and racks reach the assig
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
@@ -31,6 +31,8 @@ __all__ = [
     "select_rebalance_protocol",
     "member_metadata",
     "decode_member_subscriptions",
+    "read_member_subscriptions",
+    "exclude_unreadable",
     "topic_partition_counts",
     "replica_racks",
     "check_cooperative_assignment",
@@ -104,7 +106,13 @@ def decode_member_subscriptions(members: Iterable[Sequence[Any]]) -> dict[str, S
     A member whose metadata does not parse is logged and treated as subscribing to its v0 topics
     with no previous assignment (or to nothing when even that fails); it never fails the round.
     """
+    return read_member_subscriptions(members)[0]
+
+
+def read_member_subscriptions(members: Iterable[Sequence[Any]]) -> tuple[dict[str, Subscription], frozenset[str]]:
+    """:func:`decode_member_subscriptions`, and the ids of the members whose metadata did not parse."""
     subscriptions: dict[str, Subscription] = {}
+    unreadable: set[str] = set()
     for member in members:
         if len(member) == 3:
             member_id, instance_id, data = member
@@ -118,6 +126,7 @@ def decode_member_subscriptions(members: Iterable[Sequence[Any]]) -> dict[str, S
         except ProtocolError as exc:
             log.debug("member %s: %s", member_id, exc)
             subscription = _lenient_subscription(member_id, bytes(data))
+            unreadable.add(member_id)
         subscriptions[member_id] = Subscription(
             subscription.topics,
             subscription.user_data,
@@ -126,7 +135,7 @@ def decode_member_subscriptions(members: Iterable[Sequence[Any]]) -> dict[str, S
             subscription.rack_id,
             instance_id or None,
         )
-    return subscriptions
+    return subscriptions, frozenset(unreadable)
 
 
 def topic_partition_counts(cluster: Any, topics: Iterable[str]) -> dict[str, int]:
@@ -182,17 +191,59 @@ def check_cooperative_assignment(
         )
 
 
+def exclude_unreadable(
+    result: Mapping[str, Iterable[TopicPartition]],
+    subscriptions: Mapping[str, Subscription],
+    unreadable: Collection[str],
+    may_own: Collection[str],
+) -> tuple[dict[str, list[TopicPartition]], list[TopicPartition]]:
+    """Keep a cooperative round exclusive when some members' metadata could not be read.
+
+    Such a member may still own partitions nobody can see, so it gets an empty assignment: it revokes
+    whatever it owns and rejoins. While one that ``may_own`` something is in the group, the partitions
+    no readable member claims are withheld from everybody (they may be its own) until the next round.
+    Returns the new assignment and the partitions withheld.
+    """
+    claimed = {TopicPartition(*tp) for m, sub in subscriptions.items() if m not in unreadable
+               for tp in sub.owned_partitions}
+    out: dict[str, list[TopicPartition]] = {}
+    withheld: list[TopicPartition] = []
+    for member_id, partitions in result.items():
+        if member_id in unreadable:
+            out[member_id] = []
+            continue
+        own = {TopicPartition(*tp) for tp in subscriptions[member_id].owned_partitions}
+        keep = []
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            if may_own and tp not in own and tp not in claimed:
+                withheld.append(tp)
+            else:
+                keep.append(tp)
+        out[member_id] = keep
+    if unreadable:
+        log.error("members %s sent unreadable metadata: each gets an empty assignment%s", sorted(unreadable),
+                  f"; withholding {len(withheld)} unclaimed partitions until they have revoked" if withheld else "")
+    return out, sorted(withheld)
+
+
 def leader_assignment(
     assignor: PartitionAssignor,
     cluster: Any,
     subscriptions: Mapping[str, Subscription],
     protocol: RebalanceProtocol,
+    *,
+    unreadable: Collection[str] = (),
+    may_own: Collection[str] = (),
 ) -> dict[str, bytes]:
     """Run ``assignor`` for the whole group and encode one assignment per member.
 
     Every member gets assignment bytes, empty assignments included: zero-length bytes would be
     read as "no assignment" by other clients. An assignor that leaves group-wide state in
     ``assignment_user_data`` after assigning (the delayed assignor) has it sent to every member.
+    Under the cooperative protocol, members whose metadata could not be read (``unreadable``) are
+    handled by :func:`exclude_unreadable`; ``may_own`` are those of them that may still own
+    partitions (the caller knows which it emptied last round).
     """
     all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
     partitions_per_topic = topic_partition_counts(cluster, all_topics)
@@ -203,6 +254,8 @@ def leader_assignment(
         raise KafkaError(f"assignor {assignor.name!r} left members {sorted(missing)} out of its assignment")
     if protocol is RebalanceProtocol.COOPERATIVE:
         check_cooperative_assignment(result, subscriptions)
+        if unreadable:
+            result, _ = exclude_unreadable(result, subscriptions, unreadable, may_own)
     log.info("assignor %s assigned %s", assignor.name,
              {m: len(ps) for m, ps in sorted(result.items())})
     user_data = getattr(assignor, "assignment_user_data", None)
