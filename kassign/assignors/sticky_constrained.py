@@ -4,7 +4,12 @@ Quotas: each member ends with ``min_quota`` or ``max_quota`` partitions, ``total
 with ``max_quota``. Members first keep what they own up to their quota (trimming keeps the lowest
 partition numbers across topics, as Java does since KAFKA-16277); the rest is handed out round-robin
 in (topic, partition) order to members in member-id order, first up to ``min_quota``, then one more
-to members still allowed ``max_quota``. With racks, owned partitions off the member's rack are given
+to members still allowed ``max_quota``. Where members return with claims from an older generation
+than the partition's owner (a member that missed rebalances), an owner above its quota gives up
+those partitions first and each goes back to its older claimer while that one is below its quota
+(without racks): as sticky as the peers that keep older claims (kafka-python, aiokafka), where Java
+reshuffles them.
+With racks, owned partitions off the member's rack are given
 up and unassigned partitions go to same-rack members first, as in Java 3.9.
 """
 
@@ -97,7 +102,8 @@ def constrained_assign(
             if over_min < expected_over_min:
                 exactly_min.append(i)
         if n_owned > quota:
-            mine = sorted(mine, key=_partition_then_topic)
+            older = ownership.older_claims
+            mine = sorted(mine, key=(lambda tp: (tp in older, tp[1], tp[0])) if older else _partition_then_topic)
             ownership.release(i, mine[quota:])
             del mine[quota:]
         assignment.append(mine)
@@ -105,6 +111,8 @@ def constrained_assign(
     pool = list(chain.from_iterable(unowned_partitions(t, n, ownership.marks[t]) for t, n in topics.items()))
     state = _Filling(assignment, ownership.claimers, under_min, exactly_min, over_min, min_quota, max_quota,
                      expected_over_min)
+    if ownership.older_claims and not racks.enabled:  # with racks, Java's rack-aware filling decides
+        pool = state.back_to_older_claimers(pool, ownership.older_claims)
     if racks.enabled:
         pool.sort(key=racks.members_on_replica_racks)  # stable: (topic, partition) within equal counts
         pool = state.rack_aware_round_robin(pool, racks)
@@ -136,6 +144,22 @@ class _Filling:
         if holders is not None and (len(holders) > 1 or member not in holders):
             self.transferring[tp] = member
         return len(mine)
+
+    def back_to_older_claimers(self, pool: list[TopicPartition],
+                               older: Mapping[TopicPartition, list[int]]) -> list[TopicPartition]:
+        """Give each partition to the newest older-generation claimer still below the minimum quota;
+        returns the partitions left over, in order."""
+        left: list[TopicPartition] = []
+        under = self.under_min
+        for tp in pool:
+            member = next((c for c in older.get(tp, ()) if c in under), None)
+            if member is None:
+                left.append(tp)
+            elif self.give(tp, member) == self.min_quota:
+                under.remove(member)
+                if self.min_quota < self.max_quota and self.over_min < self.expected_over_min:
+                    self.exactly_min.append(member)
+        return left
 
     def rack_aware_round_robin(self, pool: list[TopicPartition], racks: RackInfo) -> list[TopicPartition]:
         """Place what can go to a same-rack unfilled member; returns the partitions left over."""

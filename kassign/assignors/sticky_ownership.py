@@ -5,7 +5,9 @@ nobody subscribes to (or on partitions that do not exist) are ignored. When seve
 the same partition, the highest generation wins; when the highest generation is shared, the claim is
 invalid and the partition is owned by none of them (KAFKA-14639). Every claim that is not honoured
 is remembered in :attr:`Ownership.claimers`, so that giving the partition to someone else is known
-to transfer ownership (the cooperative protocol must revoke it first).
+to transfer ownership (the cooperative protocol must revoke it first), and claims that lost to a
+newer generation in :attr:`Ownership.older_claims`, so that a partition the newest owner must give
+up can go back to the member that had it before.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Ownership:
     claimers: dict[TopicPartition, set[int]]
     #: partition -> the member that owned it and gave it up in this assignment
     given_up_by: dict[TopicPartition, int] = field(default_factory=dict)
+    #: partition -> members that claimed it in an older generation than its owner's, newest first
+    older_claims: dict[TopicPartition, list[int]] = field(default_factory=dict)
 
     def release(self, member: int, partitions: Sequence[TopicPartition]) -> None:
         """Member ``member`` gives ``partitions`` up: they become unowned, claimed by it."""
@@ -111,6 +115,7 @@ def _resolve_slowly(
 
     owner_of: dict[TopicPartition, int] = {}
     claimers: dict[TopicPartition, set[int]] = {}
+    older_claims: dict[TopicPartition, list[int]] = {}
     newer_wins: list[str] = []
     invalid: list[str] = []
     for tp, who in by_partition.items():
@@ -124,6 +129,7 @@ def _resolve_slowly(
         if len(winners) == 1:
             owner_of[tp] = winners[0]
             newer_wins.append(described)
+            older_claims[tp] = sorted((i for i in who if generations[i] < newest), key=lambda i: -generations[i])
         else:
             invalid.append(described)
     if newer_wins:
@@ -141,4 +147,4 @@ def _resolve_slowly(
         for topic, partition in mine:
             marks[topic][partition] = 1
         owned.append(mine)
-    return Ownership(owned, marks, claimers)
+    return Ownership(owned, marks, claimers, older_claims=older_claims)

@@ -245,3 +245,52 @@ def test_water_filling_matches_one_at_a_time(counts, units, data):
     general.returning = {"t": set(returning)}
     general._pour("t", units)
     assert general.count == expected
+
+
+def _gen_claims(claims: dict[str, tuple[list[int], int]]) -> dict[str, Subscription]:
+    return {m: Subscription(["t"], encode_sticky_user_data([TP("t", p) for p in ps], gen))
+            for m, (ps, gen) in claims.items()}
+
+
+def test_members_returning_from_an_older_generation_get_their_partitions_back():
+    """kafka-python's and aiokafka's test_assignment_with_multiple_generations2: C2 at generation 2
+    claims all six; C1 and C3 return with their generation-1 partitions. The owner gives up exactly
+    the older claims, which go back to their claimers (Java reshuffles: C1 {2,4}, C2 {0,1}, C3 {3,5})."""
+    subs = _gen_claims({"C1": ([0, 3], 1), "C2": ([0, 1, 2, 3, 4, 5], 2), "C3": ([2, 5], 1)})
+    assignor = StickyAssignor()
+    result = assignor.assign({"t": 6}, subs)
+    assert {m: sorted(p.partition for p in ps) for m, ps in result.items()} == {"C1": [0, 3], "C2": [1, 4],
+                                                                               "C3": [2, 5]}
+    # Ownership moves from C2 to the older claimers: the cooperative protocol must revoke first.
+    assert set(assignor.partitions_transferring_ownership) == {TP("t", p) for p in (0, 2, 3, 5)}
+
+
+def test_an_older_claim_yields_to_balance_and_to_same_generation_rules():
+    """The older claimer gets a partition back only while below its quota; a claim lost in a tie of the
+    newest generation (KAFKA-14639) is not an older claim."""
+    subs = _gen_claims({"A": ([0, 1, 2, 3], 1), "B": ([0, 1, 2, 3], 2), "C": ([], -1)})
+    result = StickyAssignor().assign({"t": 4}, subs)
+    counts = sorted(len(ps) for ps in result.values())
+    assert counts == [1, 1, 2]
+    assert {p.partition for p in result["A"]} <= {0, 1, 2, 3} and len(result["A"]) >= 1
+    tie = _gen_claims({"A": ([0], 3), "B": ([0], 3), "C": ([0], 1)})
+    out = StickyAssignor().assign({"t": 3}, tie)
+    assert sorted(len(ps) for ps in out.values()) == [1, 1, 1]
+
+
+def test_cooperative_returns_older_claims_in_the_follow_up_round():
+    """Cooperative-sticky: round 1 withholds what C2 must revoke; round 2 (C2 revoked, C1/C3 still
+    claiming generation 1) gives each back to its older claimer."""
+    from kassign.assignors import CooperativeStickyAssignor
+    from kassign.protocol import encode_cooperative_user_data
+
+    def sub(ps, gen):
+        return Subscription(["t"], encode_cooperative_user_data(gen), [TP("t", p) for p in ps], gen)
+
+    first = CooperativeStickyAssignor().assign({"t": 6}, {"C1": sub([0, 3], 1), "C2": sub(range(6), 2),
+                                                        "C3": sub([2, 5], 1)})
+    assert {m: sorted(p.partition for p in ps) for m, ps in first.items()} == {"C1": [], "C2": [1, 4], "C3": []}
+    second = CooperativeStickyAssignor().assign({"t": 6}, {"C1": sub([0, 3], 1), "C2": sub([1, 4], 3),
+                                                         "C3": sub([2, 5], 1)})
+    assert {m: sorted(p.partition for p in ps) for m, ps in second.items()} == {"C1": [0, 3], "C2": [1, 4],
+                                                                               "C3": [2, 5]}
