@@ -9,6 +9,7 @@ used, the terminal summary which ones were.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import uuid
@@ -23,6 +24,17 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from kassign.broker import BrokerInfo, open_broker, planned_broker, start_kafka, start_tansu  # noqa: E402
+
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    # The suite's property tests and fuzzers are seeded (the same examples every run), so CI is
+    # repeatable; HYPOTHESIS_PROFILE=explore searches new examples (and replays saved failures).
+    _hypothesis_settings.register_profile("seeded", derandomize=True, database=None)
+    _hypothesis_settings.register_profile("explore", derandomize=False)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seeded"))
+except ImportError:  # hypothesis is a test extra; tests that need it import it themselves
+    pass
 
 _BROKERS_USED = pytest.StashKey[list[BrokerInfo]]()
 
