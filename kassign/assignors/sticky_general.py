@@ -170,12 +170,21 @@ class _GeneralAssignment:
             after = list(map(add, before, shares))
             picked: list[int] = []
             # equally loaded members that gave up partitions of this topic first (they take them back
-            # without a move), then by member index
+            # without a move), then, rack-aware, members on a rack with a free replica of the topic left
+            # (so the remainder lands where it can be local), then by member index
             for i in sorted(self.returning.get(topic, ())):
                 pos = bisect_left(subs, i)
                 if len(picked) < extra and pos < len(subs) and subs[pos] == i and after[pos] == target:
                     picked.append(pos)
             chosen = set(picked)
+            if self.racks.enabled and len(picked) < extra:
+                room = self._free_on_rack(topic)
+                for pos in (p for p, c in enumerate(after) if c == target and p not in chosen):
+                    rack = self.racks.member_racks.get(subs[pos])
+                    if len(picked) < extra and room.get(rack, 0) > 0:
+                        room[rack] -= 1
+                        picked.append(pos)
+                        chosen.add(pos)
             pos = -1
             while len(picked) < extra:
                 pos = after.index(target, pos + 1)
@@ -188,6 +197,16 @@ class _GeneralAssignment:
             added[i] = added.get(i, 0) + k
             count[i] += k
 
+    def _free_on_rack(self, topic: str) -> dict[str, int]:
+        """rack -> how many unowned partitions of ``topic`` have a replica there."""
+        room: dict[str, int] = {}
+        mark, partition_racks = self.ownership.marks[topic], self.racks.partition_racks
+        for p in range(self.topics[topic]):
+            if not mark[p]:
+                for rack in partition_racks.get(TopicPartition(topic, p), ()):
+                    room[rack] = room.get(rack, 0) + 1
+        return room
+
     def _pour_few(self, topic: str, units: int, before: list[int]) -> None:
         """_pour for a few partitions among many subscribers: one at a time to the least loaded
         (members that gave up partitions of the topic first among equals, then lowest index), which
@@ -195,11 +214,16 @@ class _GeneralAssignment:
         subs, count, added = self.subscribers[topic], self.count, self.added[topic]
         returning = self.returning.get(topic)
         last = map(not_, map(returning.__contains__, subs)) if returning else repeat(True)
-        heap = heapq.nsmallest(units, zip(before, last, subs))
+        if self.racks.enabled:  # among equals, members on a rack holding a free replica of the topic
+            room, racks = self._free_on_rack(topic), self.racks.member_racks
+            off = [not room.get(racks.get(i), 0) for i in subs]
+        else:
+            off = repeat(False)
+        heap = heapq.nsmallest(units, zip(before, last, off, subs))
         heapq.heapify(heap)
         for _ in range(units):
-            c, flag, i = heap[0]
-            heapq.heapreplace(heap, (c + 1, flag, i))
+            c, flag, rack_flag, i = heap[0]
+            heapq.heapreplace(heap, (c + 1, flag, rack_flag, i))
             added[i] = added.get(i, 0) + 1
             count[i] += 1
 

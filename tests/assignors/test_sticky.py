@@ -294,3 +294,13 @@ def test_cooperative_returns_older_claims_in_the_follow_up_round():
                                                          "C3": sub([2, 5], 1)})
     assert {m: sorted(p.partition for p in ps) for m, ps in second.items()} == {"C1": [0, 3], "C2": [1, 4],
                                                                                "C3": [2, 5]}
+
+
+def test_rack_aware_unequal_subscriptions_place_the_remainder_on_rack():
+    """Issue 15's smallest KIP-881 case: t1-0 on rack a, t2-0 on rack b; c1 [t1] on b, c2 [t1, t2] on a,
+    c3 [t1, t2] on b. Equally balanced with no cross-rack partition: c2 t1-0, c3 t2-0."""
+    subs = {"c1": Subscription(["t1"], None, [], None, "b"), "c2": Subscription(["t1", "t2"], None, [], None, "a"),
+            "c3": Subscription(["t1", "t2"], None, [], None, "b")}
+    racks = {TP("t1", 0): {"a"}, TP("t2", 0): {"b"}}
+    result = StickyAssignor().assign({"t1": 1, "t2": 1}, subs, partition_racks=racks)
+    assert result == {"c1": [], "c2": [TP("t1", 0)], "c3": [TP("t2", 0)]}

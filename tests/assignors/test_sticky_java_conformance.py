@@ -142,6 +142,7 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
     scenarios, sticky, _ = java_answers
     java_invalid = java_error = rack_extra_moves = 0
     problems = []
+    cross_rack_worse = []
     for k, (sc, answer) in enumerate(zip(scenarios, sticky)):
         ours = _ours(sc, "sticky")
         plain = {m: Subscription(t) for m, t in sc["subs"].items()}
@@ -173,9 +174,22 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
                 problems.append((k, "moves", moves(owners, ours), moves(owners, java)))
             elif extra > 0:
                 rack_extra_moves += 1
+            if _off_rack(sc, ours) > _off_rack(sc, java):
+                cross_rack_worse.append((k, "equal" if equal else "unequal", _off_rack(sc, ours), _off_rack(sc, java)))
     print(f"java invalid answers: {java_invalid}, java errors: {java_error}, "
-          f"rack scenarios moving more than Java for better locality: {rack_extra_moves}")
+          f"rack scenarios moving more than Java for better locality: {rack_extra_moves}, "
+          f"more cross-rack than Java at equal balance: {cross_rack_worse}")
     assert not problems, f"{len(problems)} scenarios worse than Java: {problems[:10]}"
+    # Rack-aware assignment decides per-topic counts before racks on unequal subscriptions (README,
+    # known gap): these scenarios still leave more partitions off their replicas' racks than Java at
+    # the same balance (23 before the rack-aware tie-break, 21 now). No other scenario may join them.
+    new = [c for c in cross_rack_worse if c[0] not in KNOWN_CROSS_RACK_GAPS]
+    assert not new, f"more cross-rack partitions than Java: {new}"
+
+
+#: Scenario indices (seeded generator above) where kassign leaves more cross-rack partitions than Java.
+KNOWN_CROSS_RACK_GAPS = frozenset({86, 109, 111, 175, 192, 237, 245, 259, 263, 264, 273, 286, 306, 345, 368, 458,
+                                   493, 501, 516, 527, 580})
 
 
 def test_cooperative_never_hands_out_an_owned_partition(java_answers):
