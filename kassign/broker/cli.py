@@ -16,14 +16,21 @@ __all__ = ["main", "build_parser"]
 log = logging.getLogger(__name__)
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"port {text!r} is not a number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
-    return value
+def _bounded_int(what: str, low: int, high: int, why: str):
+    """An argparse type: an int in [low, high], else one line naming the value."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} {value}: {why}")
+        return value
+    return parse
+
+
+_port = _bounded_int("port", 1, 65535, "outside 1-65535")
+_brokers = _bounded_int("broker count", 1, 9, "a local cluster has 1 to 9 brokers")
 
 
 def _racks(text: str) -> tuple[str, ...]:
@@ -31,16 +38,6 @@ def _racks(text: str) -> tuple[str, ...]:
     if not all(racks):
         raise argparse.ArgumentTypeError(f"racks {text!r}: give non-empty names separated by commas, e.g. r1,r2,r3")
     return racks
-
-
-def _brokers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"broker count {text!r} is not a number") from None
-    if not 1 <= value <= 9:
-        raise argparse.ArgumentTypeError(f"broker count {value}: a local cluster has 1 to 9 brokers")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
