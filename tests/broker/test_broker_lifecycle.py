@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,9 +100,11 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) ->
 def _one_line_error(res: subprocess.CompletedProcess, *needles: str) -> None:
     assert res.returncode != 0, res.stdout
     assert "Traceback" not in res.stderr, res.stderr
-    first = res.stderr.strip().splitlines()[0]
+    # progress log lines (timestamped) may come first; the error itself is one line
+    errors = [line for line in res.stderr.strip().splitlines() if not re.match(r"\d{4}-\d\d-\d\d ", line)]
+    assert len(errors) == 1, res.stderr
     for needle in needles:
-        assert needle in first, first
+        assert needle in errors[0], errors[0]
 
 
 def test_cli_start_status_stop_of_a_detached_broker(tmp_path, no_leftover_workdirs):
@@ -162,3 +165,39 @@ def test_bad_cli_values_are_one_line(tmp_path, no_leftover_workdirs):
         res = _cli("broker", "start", *args, env={"KASSIGN_RUN_DIR": str(tmp_path)})
         assert res.returncode == 2, (args, res.stderr)
         assert "Traceback" not in res.stderr and needle in res.stderr, (args, res.stderr)
+
+
+def test_maven_without_a_route_to_central_is_one_line(tmp_path):
+    """A Maven that cannot reach Maven Central (here a stand-in printing what mvn prints offline)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    java = Path(subprocess.run(["sh", "-c", "command -v java"], capture_output=True, text=True).stdout.strip())
+    (bin_dir / "java").symlink_to(java.resolve())
+    (bin_dir / "mvn").write_text("#!/bin/sh\necho '[ERROR] Failed to execute goal on project jars: Could not transfer "
+                                 "artifact org.apache.kafka:kafka_2.13:pom:4.0.0 from/to central: Unknown host "
+                                 "repo.maven.apache.org'\nexit 1\n")
+    (bin_dir / "mvn").chmod(0o755)
+    res = _cli("broker", "start", "--version", "4.0.0",
+               env={"PATH": str(bin_dir), "JAVA_HOME": "", "KASSIGN_CACHE_DIR": str(tmp_path / "cache")})
+    _one_line_error(res, "could not fetch Apache Kafka 4.0.0 from Maven Central", str(tmp_path / "cache"))
+
+
+def test_sigterm_to_the_demo_stops_its_broker(tmp_path):
+    """`kassign demo` owns the broker it starts: SIGTERM to the demo leaves no broker behind."""
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"} | {"PYTHONUNBUFFERED": "1"}
+    demo = subprocess.Popen([sys.executable, "-m", "kassign.cli", "demo", "--quick", "--tansu", "--no-plot",
+                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = demo.stdout.readline()
+        assert "kassign demo: broker Tansu" in line, line
+        bootstrap = line.split(" at ")[1].split()[0]
+        assert _answers(bootstrap)
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while _answers(bootstrap) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _answers(bootstrap), "the demo's broker outlived it"
+    finally:
+        if demo.poll() is None:
+            demo.kill()
