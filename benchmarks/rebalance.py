@@ -1,13 +1,24 @@
-"""What a rebalance costs: aiokafka eager vs kassign cooperative, without and with the fast follow-up.
+"""What a rebalance costs: aiokafka eager vs kassign cooperative vs the incumbents' cooperative-sticky.
 
-One run measures every (scenario, mode) cell ``--repeat`` times (median shown) on the session
-broker, each repetition a fresh topic of 24 partitions and a fresh group under a steady keyed load:
+One run measures every (profile, scenario, mode) cell ``--repeat`` times (median shown) on the
+session broker, each repetition a fresh topic of 24 partitions and a fresh group under a steady
+keyed load:
 
-* scenarios: ``scale-out`` 3 -> 6 members, ``scale-in`` 6 -> 3 (clean closes), ``rolling-restart``
-  of 6 members (each closed, a new one started, the group settled before the next);
+* profiles: ``instant`` processing, and ``process`` (each member works 250–750 ms on every
+  non-empty poll batch, uniform and seeded: when a member notices a rebalance depends on it);
+* scenarios: ``scale-out`` 3 -> 6 members, ``scale-in`` 6 -> 3 (clean closes), ``crash`` (SIGKILL)
+  of 1 of 6, ``rolling-restart`` of 6 (each member closed and its replacement subscribed as soon as
+  it has gone, the group settled before the next: the replacement's process is started and ready
+  beforehand, so a JVM's or interpreter's start-up, which differs by client, is not measured);
 * modes: ``eager`` (a plain ``AIOKafkaConsumer`` with its default round-robin assignor: what a
-  user has today), ``cooperative`` (kassign's ``CooperativeConsumer`` with ``CooperativeStickyAssignor``)
-  and ``cooperative+fast-follow-up`` (the same with ``fast_follow_up=True``).
+  user has today), ``cooperative`` (kassign's ``CooperativeConsumer``, ``fast_follow_up=False``),
+  ``cooperative+fast-follow-up`` (the same with ``fast_follow_up=True``), ``cooperative+static``
+  (the fast follow-up plus ``group_instance_id``: a restarted member takes its own partitions
+  back), and ``java-cooperative`` / ``librdkafka-cooperative`` (kafka-clients 3.9.1 and
+  confluent-kafka's librdkafka with ``cooperative-sticky``, in the same harness).
+
+Each trigger is fired at a set phase of the heartbeat interval after the last assignment (1/6,
+1/2, 5/6 of it, in turn over the repetitions), so medians compare like with like.
 
 Columns, from the members' own timeline (callbacks and processed records):
 
@@ -39,7 +50,7 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,19 +82,37 @@ COOPERATIVE_STICKY = "kassign.adapters.aiokafka:CooperativeStickyAssignor"
 
 @dataclass(frozen=True)
 class Mode:
-    """How the members of one mode are built: the driver's strategy and consumer factory."""
+    """How the members of one mode are built: the driver's member kind, strategy and consumer factory,
+    and whether each member slot keeps a ``group.instance.id`` across restarts."""
 
     strategy: str
-    consumer_factory: str | None
+    consumer_factory: str | None = None
+    kind: str = "aiokafka"
+    static: bool = False
 
 
 MODES = {
-    "eager": Mode("roundrobin", None),  # aiokafka's default partition_assignment_strategy
-    "cooperative": Mode(COOPERATIVE_STICKY, "kassign.adapters.aiokafka:CooperativeConsumer"),
+    "eager": Mode("roundrobin"),  # aiokafka's default partition_assignment_strategy
+    "cooperative": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:plain_cooperative_consumer"),
     "cooperative+fast-follow-up": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:fast_follow_up_consumer"),
+    "cooperative+static": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:fast_follow_up_consumer", static=True),
+    "java-cooperative": Mode("cooperative-sticky", kind="java"),
+    "librdkafka-cooperative": Mode("cooperative-sticky", kind="confluent"),
 }
-SCENARIOS = ("scale-out", "scale-in", "rolling-restart")
-SHORT = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast"}
+SCENARIOS = ("scale-out", "scale-in", "crash", "rolling-restart")
+#: Work per non-empty poll batch, ms (uniform in the range, seeded per run and member).
+PROFILES = {"instant": (0, 0), "process": (250, 750)}
+#: Where in the heartbeat interval after the last assignment each repetition fires its trigger.
+PHASES = (1 / 6, 1 / 2, 5 / 6)
+SHORT = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
+         "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka"}
+
+
+def plain_cooperative_consumer(**config: Any) -> Any:
+    """A ``CooperativeConsumer`` with the fast follow-up off (the members' consumer factory)."""
+    from kassign.adapters.aiokafka import CooperativeConsumer
+
+    return CooperativeConsumer(fast_follow_up=False, **config)
 
 
 def fast_follow_up_consumer(**config: Any) -> Any:
@@ -109,6 +138,8 @@ class RunResult:
     duplicates: int
     lost: int
     double_ps: float
+    profile: str = "instant"
+    phase: float = 0.0
 
 
 COLUMNS = (("unowned_ps", "unowned ps", 2), ("kept_pause_s", "kept pause s", 2), ("steady_pause_s", "steady s", 2),
@@ -157,43 +188,100 @@ def measure(scenario: str, mode: str, events: Sequence[Event], steps: Sequence[f
     )
 
 
+def _wait_for_phase(group: GroupDriver, heartbeat_s: float, phase: float) -> None:
+    """Sleep until ``phase`` of a heartbeat interval after the group's last assignment callback (the
+    members' heartbeat timers restart with their SyncGroup), at least a little from now."""
+    last = max((e.t for e in group.events() if e.ev == "cb_assigned"), default=time.time())
+    now = time.time()
+    periods = max(0, int((now - last) / heartbeat_s) + 1)
+    time.sleep(max(0.0, last + (periods + phase) * heartbeat_s - now))
+
+
 def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate: float, timing: GroupTiming,
-             steady_s: float) -> RunResult:
-    """Run one scenario in one mode on a fresh topic and group, and measure it."""
+             steady_s: float, phase: float = PHASES[0], profile: str = "instant",
+             record: Path | None = None, broker: str = "") -> RunResult:
+    """Run one scenario in one mode on a fresh topic and group, and measure it; with ``record``, write
+    the run's timeline there (``events.jsonl.gz`` and ``meta.json``, the format of
+    ``data/rebalance-timelines``)."""
     spec = MODES[mode]
     tag = f"bench-{scenario}-{SHORT[mode]}-{uuid.uuid4().hex[:8]}"
     topic = create_topic(bootstrap, tag, partitions)
-    kwargs = {"consumer_factory": spec.consumer_factory}
+    factory = {"consumer_factory": spec.consumer_factory} if spec.consumer_factory else {}
+    slots = iter(range(1, 100))
+
+    def start(n: int, **extra: Any) -> list[str]:
+        out = []
+        for _ in range(n):
+            slot = next(slots)
+            static = {"instance_id": f"{tag}-slot{slot}"} if spec.static else {}
+            out.append(group.start_member(spec.kind, spec.strategy, **factory, **static, **extra))
+            instance[out[-1]] = static.get("instance_id")
+        return out
+
+    instance: dict[str, str | None] = {}
+    hb = timing.heartbeat_ms / 1000.0
     with GroupDriver(bootstrap, tag, topic, timing=timing) as group:
         producer = group.start_producer(rate=rate)
-        members = group.start_members(3 if scenario == "scale-out" else 6, "aiokafka", spec.strategy, **kwargs)
-        group.wait_settled(90)
+        members = start(3 if scenario == "scale-out" else 6)
+        group.wait_settled(120, balanced=True)
         time.sleep(steady_s)
-        steps = [time.time()]
         if scenario == "scale-out":
-            group.start_members(3, "aiokafka", spec.strategy, **kwargs)
-            group.wait_settled(120)
+            _wait_for_phase(group, hb, phase)
+            steps = [time.time()]
+            start(3)
+            group.wait_settled(120, balanced=True)
         elif scenario == "scale-in":
+            _wait_for_phase(group, hb, phase)
+            steps = [time.time()]
             group.stop_members(members[3:])
-            group.wait_settled(120)
+            group.wait_settled(120, balanced=True)
+        elif scenario == "crash":
+            _wait_for_phase(group, hb, phase)
+            steps = [time.time()]
+            group.crash_member(members[-1])
+            group.wait_settled(120, balanced=True)
         else:
-            for i, member in enumerate(members):
-                if i:
-                    steps.append(time.time())
+            steps = []
+            for member in members:
+                kind_args = {"instance_id": instance[member]} if spec.static else {}
+                replacement = group.start_member(spec.kind, spec.strategy, hold=True, **factory, **kind_args)
+                group.wait_ready(replacement, 90)
+                _wait_for_phase(group, hb, phase)
+                steps.append(time.time())
                 group.stop_member(member)
-                group.start_member("aiokafka", spec.strategy, **kwargs)
-                group.wait_settled(120)
+                group.release_member(replacement)
+                group.wait_settled(120, balanced=True)
         time.sleep(steady_s)
         end = time.time()
         producer.stop()
         try:
-            events = group.wait_all_processed(producer, 30)
+            events = group.wait_all_processed(producer, 60)
         except TimeoutError as exc:
             log.warning("%s %s: not every record processed: %s", scenario, mode, str(exc).splitlines()[0])
             events = group.events()
         produced = producer.produced()
-        return measure(scenario, mode, events, steps, end, partitions=group.partitions, produced=produced,
-                       steady_s=steady_s)
+        result = measure(scenario, mode, events, steps, end, partitions=group.partitions, produced=produced,
+                         steady_s=steady_s)
+        if record is not None:
+            _record(record, events, group, spec, timing, {
+                "scenario": scenario, "mode": mode, "profile": profile, "phase": round(phase, 3), "broker": broker,
+                "partitions": partitions, "rate": rate, "triggers": steps, "end": end,
+                "result": asdict(result)})
+        return result
+
+
+def _record(path: Path, events: Sequence[Event], group: GroupDriver, spec: Mode, timing: GroupTiming,
+            meta: dict[str, Any]) -> None:
+    from kassign.events import write_events
+
+    path.mkdir(parents=True, exist_ok=True)
+    # Positions reports are left out: the callbacks and processed ranges are what replays need.
+    kept = [e for e in events if e.ev != "progress"]
+    write_events(path / "events.jsonl.gz", kept, single_topic=group.topics[0])
+    meta |= {"kind": spec.kind, "strategy": spec.strategy, "static": spec.static,
+             "session_ms": timing.session_ms, "heartbeat_ms": timing.heartbeat_ms, "max_poll_ms": timing.max_poll_ms,
+             "process_ms": list(timing.process_ms), "seed": timing.seed, "clients": _client_versions()}
+    (path / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
 
 
 def medians(results: Sequence[RunResult]) -> dict[str, float]:
@@ -205,36 +293,40 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else ("1.00" if a == b else "inf")
 
 
-def format_table(cells: Mapping[tuple[str, str], Sequence[RunResult]], failures: Mapping[tuple[str, str], int],
-                 scenarios: Sequence[str], modes: Sequence[str]) -> str:
+def format_table(cells: Mapping[tuple[str, str, str], Sequence[RunResult]],
+                 failures: Mapping[tuple[str, str, str], int], profiles: Sequence[str], scenarios: Sequence[str],
+                 modes: Sequence[str]) -> str:
     """The side-by-side table (medians per cell) and the ratios to eager, as markdown."""
-    header = "| scenario | mode | runs | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
-    lines = [header, "|---|---|---:|" + "---:|" * len(COLUMNS)]
-    for scenario in scenarios:
-        for mode in modes:
-            runs = cells.get((scenario, mode), [])
-            failed = failures.get((scenario, mode), 0)
-            shown = f"{len(runs)}" + (f" (+{failed} failed)" if failed else "")
-            if not runs:
-                lines.append(f"| {scenario} | {mode} | {shown} |" + " – |" * len(COLUMNS))
-                continue
-            med = medians(runs)
-            values = " | ".join(f"{med[name]:.{digits}f}" for name, _, digits in COLUMNS)
-            lines.append(f"| {scenario} | {mode} | {shown} | {values} |")
+    header = "| profile | scenario | mode | runs | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
+    lines = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
+    for profile in profiles:
+        for scenario in scenarios:
+            for mode in modes:
+                key = (profile, scenario, mode)
+                runs = cells.get(key, [])
+                failed = failures.get(key, 0)
+                shown = f"{len(runs)}" + (f" (+{failed} failed)" if failed else "")
+                if not runs:
+                    lines.append(f"| {profile} | {scenario} | {mode} | {shown} |" + " – |" * len(COLUMNS))
+                    continue
+                med = medians(runs)
+                values = " | ".join(f"{med[name]:.{digits}f}" for name, _, digits in COLUMNS)
+                lines.append(f"| {profile} | {scenario} | {mode} | {shown} | {values} |")
     lines.append("")
-    for scenario in scenarios:
-        eager = cells.get((scenario, "eager"))
-        if not eager:
-            continue
-        base = medians(eager)
-        parts = []
-        for mode in modes:
-            if mode != "eager" and cells.get((scenario, mode)):
-                med = medians(cells[(scenario, mode)])
-                parts.append(f"{SHORT[mode]}/eager unowned ps {_ratio(med['unowned_ps'], base['unowned_ps'])}, "
-                             f"settle {_ratio(med['settle_s'], base['settle_s'])}")
-        if parts:
-            lines.append(f"- {scenario}: " + "; ".join(parts))
+    for profile in profiles:
+        for scenario in scenarios:
+            eager = cells.get((profile, scenario, "eager"))
+            if not eager:
+                continue
+            base = medians(eager)
+            parts = []
+            for mode in modes:
+                if mode != "eager" and cells.get((profile, scenario, mode)):
+                    med = medians(cells[(profile, scenario, mode)])
+                    parts.append(f"{SHORT[mode]}/eager unowned ps {_ratio(med['unowned_ps'], base['unowned_ps'])}, "
+                                 f"settle {_ratio(med['settle_s'], base['settle_s'])}")
+            if parts:
+                lines.append(f"- {profile} {scenario}: " + "; ".join(parts))
     return "\n".join(lines)
 
 
@@ -248,6 +340,8 @@ def _csv(value: str, allowed: Sequence[str], what: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profiles", type=lambda v: _csv(v, list(PROFILES), "profile"), default=list(PROFILES),
+                    help=f"comma-separated, of {', '.join(PROFILES)} (default all)")
     ap.add_argument("--scenarios", type=lambda v: _csv(v, SCENARIOS, "scenario"), default=list(SCENARIOS),
                     help=f"comma-separated, of {', '.join(SCENARIOS)} (default all)")
     ap.add_argument("--modes", type=lambda v: _csv(v, list(MODES), "mode"), default=list(MODES),
@@ -258,47 +352,71 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady-s", type=float, default=3.0, help="steady stretch before the change and after it")
     ap.add_argument("--session-ms", type=int, default=1500)
     ap.add_argument("--heartbeat-ms", type=int, default=250)
+    ap.add_argument("--seed", type=int, default=1, help="seeds the processing times (default 1)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run and the table here")
+    ap.add_argument("--record", type=Path, default=None,
+                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ (events.jsonl.gz, meta.json)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from tqdm import tqdm
 
-    # Sub-second processing reports: a kept partition's pause is measured against this rhythm.
-    timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms, progress_ms=200)
-    plan = [(s, m) for _ in range(args.repeat) for s in args.scenarios for m in args.modes]  # cells interleaved
-    cells: dict[tuple[str, str], list[RunResult]] = {}
-    failures: dict[tuple[str, str], int] = {}
+    # cells interleaved, so a slow spell of the machine spreads over every cell
+    plan = [(k, p, s, m) for k in range(args.repeat) for p in args.profiles for s in args.scenarios for m in args.modes]
+    cells: dict[tuple[str, str, str], list[RunResult]] = {}
+    failures: dict[tuple[str, str, str], int] = {}
     started = time.time()
     with open_broker() as broker:
         print(f"broker: {broker.describe()}")
         with tqdm(plan, desc="rebalance runs", unit="run") as bar:
-            for scenario, mode in bar:
-                bar.set_postfix_str(f"{scenario} {mode}")
+            for k, profile, scenario, mode in bar:
+                bar.set_postfix_str(f"{profile} {scenario} {mode}")
+                # Sub-second processing reports: a kept partition's pause is measured against this rhythm.
+                timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms, progress_ms=200,
+                                     process_ms=PROFILES[profile], seed=args.seed * 1000 + k)
+                phase = PHASES[k % len(PHASES)]
+                key = (profile, scenario, mode)
                 try:
+                    record = args.record / f"{profile}-{scenario}-{SHORT[mode]}-r{k + 1}" if args.record else None
                     result = run_once(broker.bootstrap, scenario, mode, partitions=args.partitions, rate=args.rate,
-                                      timing=timing, steady_s=args.steady_s)
+                                      timing=timing, steady_s=args.steady_s, phase=phase, profile=profile,
+                                      record=record, broker=broker.describe())
                 except Exception as exc:  # one failed run (a group that never settles...) must not end the table
-                    failures[(scenario, mode)] = failures.get((scenario, mode), 0) + 1
-                    tqdm.write(f"{scenario} {mode}: FAILED {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
+                    failures[key] = failures.get(key, 0) + 1
+                    tqdm.write(f"{profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
+                               f"{(str(exc).splitlines() or [''])[0]}")
                     continue
-                cells.setdefault((scenario, mode), []).append(result)
-                tqdm.write(f"{scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle {result.settle_s:.2f} s, "
-                           f"rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s")
-    table = format_table(cells, failures, args.scenarios, args.modes)
+                result = replace(result, profile=profile, phase=round(phase, 3))
+                cells.setdefault(key, []).append(result)
+                tqdm.write(f"{profile} {scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle "
+                           f"{result.settle_s:.2f} s, rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s, "
+                           f"dup {result.duplicates}, lost {result.lost}")
+    table = format_table(cells, failures, args.profiles, args.scenarios, args.modes)
     print(f"\n{args.partitions} partitions, {args.rate:.0f} records/s, session {args.session_ms} ms, heartbeat "
-          f"{args.heartbeat_ms} ms; median of {args.repeat} runs per cell; {time.time() - started:.0f} s in all\n")
+          f"{args.heartbeat_ms} ms, processing per batch {PROFILES}; median of {args.repeat} runs per cell; "
+          f"{time.time() - started:.0f} s in all\n")
     print(table)
     if args.json:
         args.json.write_text(json.dumps({
             "broker": broker.describe(),
+            "clients": _client_versions(),
             "settings": {k: v for k, v in vars(args).items() if k != "json"},
             "runs": [asdict(r) for runs in cells.values() for r in runs],
-            "failures": [{"scenario": s, "mode": m, "count": n} for (s, m), n in failures.items()],
+            "failures": [{"profile": p, "scenario": s, "mode": m, "count": n} for (p, s, m), n in failures.items()],
             "table": table,
         }, indent=2, default=str))
     return 0
+
+
+def _client_versions() -> dict[str, str]:
+    import aiokafka
+    import confluent_kafka
+
+    from kassign._java import REFERENCE_KAFKA_CLIENTS
+
+    return {"aiokafka": aiokafka.__version__, "confluent-kafka": confluent_kafka.version()[0],
+            "librdkafka": confluent_kafka.libversion()[0], "kafka-clients": REFERENCE_KAFKA_CLIENTS}
 
 
 if __name__ == "__main__":

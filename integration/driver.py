@@ -61,10 +61,16 @@ class GroupTiming:
     heartbeat_ms: int = 250
     max_poll_ms: int = 30000
     progress_ms: int = 1000
+    #: Work per non-empty poll batch, uniform in [lo, hi] ms (seeded by ``seed`` and the member id).
+    process_ms: tuple[int, int] = (0, 0)
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_ms < self.session_ms:
             raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {self.heartbeat_ms} and {self.session_ms}")
+        lo, hi = self.process_ms
+        if not 0 <= lo <= hi < self.max_poll_ms:
+            raise ValueError(f"need 0 <= lo <= hi < max_poll_ms for process_ms, got {self.process_ms}")
 
 
 def _import_path(obj: Any) -> str:
@@ -224,7 +230,7 @@ class GroupDriver:
     # -- members -------------------------------------------------------------------------------
 
     def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None,
-                        kafka_clients: str | None) -> list[str]:
+                        kafka_clients: str | None, instance_id: str | None = None, hold: bool = False) -> list[str]:
         t = self.timing
         common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
                   "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
@@ -232,6 +238,12 @@ class GroupDriver:
                   "--progress-ms", str(t.progress_ms)]
         if rack:
             common += ["--rack", rack]
+        if t.process_ms[1] > 0:
+            common += ["--process-ms", f"{t.process_ms[0]},{t.process_ms[1]}", "--seed", str(t.seed)]
+        if instance_id:
+            common += ["--instance-id", instance_id]
+        if hold:
+            common.append("--hold")
         if consumer_factory is not None and kind != "aiokafka":
             raise ValueError(f"consumer_factory applies to aiokafka members only, not {kind!r}")
         if kafka_clients is not None and kind != "java":
@@ -260,6 +272,8 @@ class GroupDriver:
         consumer_factory: str | Callable[..., Any] | None = None,
         rack: str | None = None,
         kafka_clients: str | None = None,
+        instance_id: str | None = None,
+        hold: bool = False,
     ) -> str:
         """Start one member; returns its id (``m1``, ``m2``, ... unless given).
 
@@ -268,6 +282,8 @@ class GroupDriver:
         assignor classes. ``consumer_factory`` (aiokafka only): a class or ``module:attr`` used in place
         of ``AIOKafkaConsumer``. ``kafka_clients`` (Java only): the kafka-clients version from Maven
         Central (default :data:`kassign._java.REFERENCE_KAFKA_CLIENTS`, 3.9.1; 4.x works too).
+        ``instance_id``: ``group.instance.id`` (a static member). ``hold``: the member builds its consumer,
+        reports ``ready`` and subscribes only on :meth:`release_member` (a replacement prepared in advance).
         """
         if member_id is None:
             member_id = f"m{self._next_number}"
@@ -275,7 +291,8 @@ class GroupDriver:
         if member_id in self._members:
             raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
         strategy_arg = strategy_argument(strategy)
-        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients)
+        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients,
+                                   instance_id, hold)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.
@@ -290,6 +307,19 @@ class GroupDriver:
         member.reader.start()
         log.info("started %s member %s (%s) in group %s", kind, member_id, strategy_arg, self.group_id)
         return member_id
+
+    def wait_ready(self, member_id: str, timeout: float = 60.0) -> None:
+        """Wait until a member started with ``hold=True`` reports ``ready``."""
+        self.wait_for(lambda events: any(e.id == member_id and e.ev == "ready" for e in events), timeout,
+                      f"member {member_id} ready")
+
+    def release_member(self, member_id: str) -> float:
+        """Let a held member subscribe; returns the time of the signal."""
+        m = self._member(member_id)
+        assert m.proc.stdin is not None
+        m.proc.stdin.write(b"go\n")
+        m.proc.stdin.flush()
+        return time.time()
 
     def start_members(self, n: int, kind: str, strategy: str | type | Sequence[Any], **kwargs: Any) -> list[str]:
         """Start ``n`` members alike (a scale-out); returns their ids."""

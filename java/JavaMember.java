@@ -1,5 +1,7 @@
+import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -8,7 +10,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -30,6 +34,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * Usage: JavaMember --bootstrap B --group G --topics T1[,T2] --id M --strategy S[,S2]
  *        [--session-ms 1500] [--heartbeat-ms 250] [--max-poll-ms 30000] [--rack R] [--progress-ms 1000]
+ *        [--process-ms MS|LO,HI] [--seed N] [--instance-id I] [--hold]
+ * --process-ms: work per non-empty poll batch (uniform in LO..HI, seeded by --seed and the id);
+ * --hold: print a "ready" event and subscribe only when a line "go" arrives on stdin.
  * Strategies: range, roundrobin, sticky, cooperative-sticky (or a fully qualified class name).
  */
 public class JavaMember {
@@ -39,6 +46,9 @@ public class JavaMember {
     private final String id;
     private final KafkaConsumer<byte[], byte[]> consumer;
     private final AtomicBoolean stopping = new AtomicBoolean(false);
+    private final CountDownLatch go = new CountDownLatch(1);
+    private long processLoMs = 0, processHiMs = 0;
+    private Random processRng = new Random(0);
     // Processed-but-unreported offset ranges and the next offset to commit, per partition.
     private final Map<TopicPartition, List<long[]>> pendingRanges = new HashMap<>();
     private final Map<TopicPartition, Long> processedUpTo = new HashMap<>();
@@ -172,7 +182,20 @@ public class JavaMember {
         }
     };
 
-    void run(List<String> topics, long progressMs) {
+    void run(List<String> topics, long progressMs, boolean hold) {
+        if (hold) {
+            // A replacement made ready before its predecessor goes: only the group protocol is timed.
+            emit("ready", "");
+            try {
+                go.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (stopping.get()) {
+                consumer.close(Duration.ofSeconds(10));
+                return;
+            }
+        }
         consumer.subscribe(topics, listener);
         emit("subscribed", "\"topics\":[" + String.join(",", topics.stream().map(JavaMember::quote).toList()) + "]");
         long nextTick = System.currentTimeMillis() + progressMs;
@@ -180,6 +203,15 @@ public class JavaMember {
             while (!stopping.get()) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
                 for (ConsumerRecord<byte[], byte[]> r : records) record(r);
+                if (!records.isEmpty() && processHiMs > 0) {
+                    // the application's work on this batch: a rebalance is noticed at the next poll
+                    long ms = processLoMs + (long) (processRng.nextDouble() * (processHiMs - processLoMs));
+                    try {
+                        Thread.sleep(ms);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 if (System.currentTimeMillis() >= nextTick) {
                     nextTick += progressMs;
                     reportProgress();
@@ -209,15 +241,17 @@ public class JavaMember {
 
     void watchStdin() {
         Thread t = new Thread(() -> {
-            InputStream in = System.in;
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             try {
-                while (in.read() >= 0) {
-                    // any input is ignored; only end-of-file matters
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (line.trim().equals("go")) go.countDown();  // other input is ignored
                 }
             } catch (IOException e) {
                 // a broken stdin means the driver is gone: stop as on end-of-file
             }
             stopping.set(true);
+            go.countDown();
             consumer.wakeup();
         }, "stdin-watcher");
         t.setDaemon(true);
@@ -226,8 +260,15 @@ public class JavaMember {
 
     public static void main(String[] args) {
         Map<String, String> opt = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
+        boolean hold = false;
+        for (int i = 0; i < args.length; i += 2) {
             if (!args[i].startsWith("--")) throw new IllegalArgumentException("expected --option, got " + args[i]);
+            if (args[i].equals("--hold")) {
+                hold = true;
+                i -= 1;  // a flag without a value
+                continue;
+            }
+            if (i + 1 >= args.length) throw new IllegalArgumentException("missing value of " + args[i]);
             opt.put(args[i].substring(2), args[i + 1]);
         }
         for (String required : List.of("bootstrap", "group", "topics", "id", "strategy")) {
@@ -249,9 +290,14 @@ public class JavaMember {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         if (opt.containsKey("rack")) props.put(ConsumerConfig.CLIENT_RACK_CONFIG, opt.get("rack"));
+        if (opt.containsKey("instance-id")) props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, opt.get("instance-id"));
 
         JavaMember member = new JavaMember(opt.get("id"), props);
+        String[] process = opt.getOrDefault("process-ms", "0").split(",");
+        member.processLoMs = Long.parseLong(process[0].trim());
+        member.processHiMs = process.length > 1 ? Long.parseLong(process[1].trim()) : member.processLoMs;
+        member.processRng = new Random((opt.getOrDefault("seed", "0") + ":" + opt.get("id")).hashCode());
         member.watchStdin();
-        member.run(List.of(opt.get("topics").split(",")), Long.parseLong(opt.getOrDefault("progress-ms", "1000")));
+        member.run(List.of(opt.get("topics").split(",")), Long.parseLong(opt.getOrDefault("progress-ms", "1000")), hold);
     }
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.rebalance import MODES, SCENARIOS, RunResult, format_table, measure
+from benchmarks.rebalance import MODES, PROFILES, SCENARIOS, RunResult, format_table, measure
 from kassign.events import Event
 from kassign.model import TopicPartition
 
@@ -72,12 +72,13 @@ def _row(mode, unowned, settle):
 
 
 def test_table_shows_medians_failures_and_ratios_to_eager():
-    cells = {("scale-out", "eager"): [_row("eager", u, 2.0) for u in (10.0, 30.0, 20.0)],
-             ("scale-out", "cooperative"): [_row("cooperative", 5.0, 4.0)]}
-    table = format_table(cells, {("scale-out", "cooperative+fast-follow-up"): 2}, ["scale-out"], list(MODES))
-    assert "| scale-out | eager | 3 | 20.00 |" in table  # the median of 10, 30, 20
-    assert "| scale-out | cooperative+fast-follow-up | 0 (+2 failed) |" in table
-    assert "coop/eager unowned ps 0.25, settle 2.00" in table
+    cells = {("process", "scale-out", "eager"): [_row("eager", u, 2.0) for u in (10.0, 30.0, 20.0)],
+             ("process", "scale-out", "cooperative"): [_row("cooperative", 5.0, 4.0)]}
+    failures = {("process", "scale-out", "cooperative+fast-follow-up"): 2}
+    table = format_table(cells, failures, ["process"], ["scale-out"], list(MODES))
+    assert "| process | scale-out | eager | 3 | 20.00 |" in table  # the median of 10, 30, 20
+    assert "| process | scale-out | cooperative+fast-follow-up | 0 (+2 failed) |" in table
+    assert "- process scale-out: coop/eager unowned ps 0.25, settle 2.00" in table
 
 
 def test_command_line_lists_the_scenarios_and_modes_and_rejects_unknown_ones():
@@ -85,6 +86,6 @@ def test_command_line_lists_the_scenarios_and_modes_and_rejects_unknown_ones():
     helped = subprocess.run(run + ["--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "--repeat" in helped.stdout
     text = " ".join(helped.stdout.split()).replace("- ", "-")  # argparse wraps at hyphens
-    assert all(name in text for name in [*SCENARIOS, *MODES])
+    assert all(name in text for name in [*SCENARIOS, *MODES, *PROFILES])
     bad = subprocess.run(run + ["--scenarios", "scale-sideways"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "scale-sideways" in bad.stderr

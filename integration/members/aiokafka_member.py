@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import KafkaError
 
 from integration.members.reporting import (
+    BatchProcessing,
     EventWriter,
     ProcessedOffsets,
     common_arguments,
@@ -97,6 +98,7 @@ class AiokafkaMember:
         self.consumer_factory = consumer_factory
         self.writer = EventWriter(args.id)
         self.processed = ProcessedOffsets()
+        self.processing = BatchProcessing(args.process_ms, args.seed, args.id)
         self.consumer: Any = None
         self.committer = SerialCommitter(self._send_commit, args.id)
 
@@ -116,6 +118,8 @@ class AiokafkaMember:
         )
         if args.rack:
             config["client_rack"] = args.rack
+        if args.instance_id:
+            config["group_instance_id"] = args.instance_id
         return self.consumer_factory(**config)
 
     def generation(self) -> int:
@@ -160,10 +164,17 @@ class AiokafkaMember:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        watch_stdin(lambda: loop.call_soon_threadsafe(stop.set))
+        stop, go = asyncio.Event(), asyncio.Event()
+        watch_stdin(lambda: loop.call_soon_threadsafe(stop.set), lambda: loop.call_soon_threadsafe(go.set))
         topics = [t for t in self.args.topics.split(",") if t]
         self.consumer = self.make_consumer()
+        if self.args.hold:
+            # A replacement made ready before its predecessor goes: only the group protocol is timed.
+            self.writer.emit("ready")
+            await asyncio.wait([asyncio.ensure_future(go.wait()), asyncio.ensure_future(stop.wait())],
+                               return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                return
         self.consumer.subscribe(topics, listener=_Listener(self))
         self.writer.emit("subscribed", topics=topics)
         await self.consumer.start()
@@ -175,6 +186,9 @@ class AiokafkaMember:
                 for tp, records in batch.items():
                     for record in records:
                         self.processed.add(tp.topic, tp.partition, record.offset)
+                delay = self.processing.next_delay() if batch else 0.0
+                if delay:
+                    await asyncio.sleep(delay)  # the application's work on this batch; the loop stays free
                 if time.monotonic() >= next_tick:
                     next_tick += tick
                     await self.report_progress()

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from integration.members.reporting import (
+    BatchProcessing,
     EventWriter,
     ProcessedOffsets,
     common_arguments,
@@ -38,6 +39,7 @@ class ConfluentMember:
         self.args = args
         self.writer = EventWriter(args.id)
         self.processed = ProcessedOffsets()
+        self.processing = BatchProcessing(args.process_ms, args.seed, args.id)
         config = {
             "bootstrap.servers": args.bootstrap,
             "group.id": args.group,
@@ -52,6 +54,8 @@ class ConfluentMember:
         }
         if args.rack:
             config["client.rack"] = args.rack
+        if args.instance_id:
+            config["group.instance.id"] = args.instance_id
         if group_debug_wanted():
             config.update({"debug": "cgrp", "log_level": 7})  # librdkafka logs to stderr
         self.consumer = Consumer(config)
@@ -96,18 +100,28 @@ class ConfluentMember:
         self.writer.emit("progress", pos=pos)
 
     def run(self) -> None:
-        stop = threading.Event()
-        watch_stdin(stop.set)
+        stop, go = threading.Event(), threading.Event()
+        watch_stdin(lambda: (stop.set(), go.set()), go.set)
         topics = [t for t in self.args.topics.split(",") if t]
+        if self.args.hold:
+            self.writer.emit("ready")
+            go.wait()
+            if stop.is_set():
+                self.consumer.close()
+                return
         self.consumer.subscribe(topics, on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         self.writer.emit("subscribed", topics=topics)
         tick = self.args.progress_ms / 1000.0
         next_tick = time.monotonic() + tick
         try:
             while not stop.is_set():
-                for msg in self.consumer.consume(num_messages=500, timeout=0.1):
+                batch = self.consumer.consume(num_messages=500, timeout=0.1)
+                for msg in batch:
                     if msg.error() is None:
                         self.processed.add(msg.topic(), msg.partition(), msg.offset())
+                delay = self.processing.next_delay() if batch else 0.0
+                if delay:
+                    time.sleep(delay)  # the application's work on this batch: callbacks wait for the next consume
                 if time.monotonic() >= next_tick:
                     next_tick += tick
                     self.report_progress()

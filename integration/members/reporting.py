@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 
-__all__ = ["EventWriter", "ProcessedOffsets", "watch_stdin", "common_arguments", "tp_key", "group_debug_wanted"]
+__all__ = ["EventWriter", "ProcessedOffsets", "BatchProcessing", "watch_stdin", "common_arguments", "tp_key",
+           "group_debug_wanted"]
 
 #: Set (to anything but "" or "0") in a member's environment to log its group protocol traffic on
 #: stderr: kassign and aiokafka's group coordinator at DEBUG, librdkafka's ``cgrp`` debug contexts.
@@ -79,13 +81,16 @@ class ProcessedOffsets:
             self.next_offset.pop(k, None)
 
 
-def watch_stdin(on_eof: Callable[[], None]) -> threading.Thread:
-    """Call ``on_eof`` (from a daemon thread) when stdin reaches end-of-file: the driver's stop signal."""
+def watch_stdin(on_eof: Callable[[], None], on_go: Callable[[], None] | None = None) -> threading.Thread:
+    """Call ``on_eof`` (from a daemon thread) when stdin reaches end-of-file: the driver's stop signal.
+
+    A line ``go`` calls ``on_go``: the driver's signal for a member held before subscribing."""
 
     def run() -> None:
         try:
-            while sys.stdin.buffer.read(4096):
-                pass
+            for line in sys.stdin.buffer:
+                if line.strip() == b"go" and on_go is not None:
+                    on_go()
         except OSError:
             pass  # a broken stdin means the driver is gone: stop as on end-of-file
         on_eof()
@@ -93,6 +98,33 @@ def watch_stdin(on_eof: Callable[[], None]) -> threading.Thread:
     thread = threading.Thread(target=run, name="stdin-watcher", daemon=True)
     thread.start()
     return thread
+
+
+class BatchProcessing:
+    """How long this member works on each non-empty poll batch: 0, or uniform in [lo, hi] ms from a
+    generator seeded with the run's seed and the member id, so a run can be repeated exactly."""
+
+    def __init__(self, spec: str, seed: int, member_id: str) -> None:
+        lo, hi = parse_process_ms(spec)
+        self.lo_s, self.hi_s = lo / 1000.0, hi / 1000.0
+        self._rng = random.Random(f"{seed}:{member_id}")
+
+    def next_delay(self) -> float:
+        """Seconds to spend on the next batch."""
+        return self._rng.uniform(self.lo_s, self.hi_s) if self.hi_s > 0 else 0.0
+
+
+def parse_process_ms(spec: str) -> tuple[int, int]:
+    """``"0"`` -> (0, 0); ``"500"`` -> (500, 500); ``"250,750"`` -> (250, 750)."""
+    parts = [p.strip() for p in str(spec).split(",")]
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"--process-ms takes MS or LO,HI in ms, got {spec!r}") from None
+    lo, hi = (values[0], values[0]) if len(values) == 1 else tuple(values[:2]) if len(values) == 2 else (-1, -1)
+    if not 0 <= lo <= hi <= 600_000:
+        raise ValueError(f"--process-ms takes MS or LO,HI with 0 <= LO <= HI <= 600000, got {spec!r}")
+    return lo, hi
 
 
 def common_arguments(description: str) -> argparse.ArgumentParser:
@@ -108,4 +140,9 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--max-poll-ms", type=int, default=30000)
     ap.add_argument("--rack", default=None)
     ap.add_argument("--progress-ms", type=int, default=1000)
+    ap.add_argument("--process-ms", default="0", help="work per non-empty poll batch: MS, or LO,HI for uniform")
+    ap.add_argument("--seed", type=int, default=0, help="seeds the processing times (with the member id)")
+    ap.add_argument("--instance-id", default=None, help="group.instance.id: a static member")
+    ap.add_argument("--hold", action="store_true",
+                    help="build the consumer, print a 'ready' event, and subscribe only on a 'go' line on stdin")
     return ap
