@@ -21,7 +21,8 @@ from kassign.assignors.base import PartitionAssignor
 from kassign.assignors.rack_info import RackInfo
 from kassign.assignors.sticky_constrained import constrained_assign
 from kassign.assignors.sticky_general import general_assign
-from kassign.assignors.sticky_ownership import resolve_ownership
+from kassign.assignors.sticky_ownership import Ownership, resolve_ownership
+from kassign.assignors.sticky_refine import refine_locality
 from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import ProtocolError, encode_sticky_user_data
@@ -82,14 +83,37 @@ class AbstractStickyAssignor(PartitionAssignor):
 
         # As Java: the quota path only when the subscriptions are literally equal (a topic missing from
         # the metadata still counts), so both take the same path on the same group.
+        # Both paths extend the owned lists in place: the resolved owners are read first.
+        owner = {tp: i for i, mine in enumerate(ownership.owned) for tp in mine} if racks.enabled else {}
         if len(distinct) == 1:
             log.debug("all %d members subscribe to the same topics: constrained assignment", len(members))
             lists, moving = constrained_assign(topics, ownership, racks)
         else:
             log.debug("members subscribe to different topics: general assignment")
             lists, moving = general_assign(topics, member_topics, ownership, racks)
+        if racks.enabled:
+            _refine(lists, moving, topics, member_topics, ownership, owner, racks)
         self.partitions_transferring_ownership = {tp: members[i] for tp, i in moving.items()}
         return dict(zip(members, lists))
+
+
+def _refine(lists: list[list[TopicPartition]], moving: dict[TopicPartition, int], topics: Mapping[str, int],
+            member_topics: list[frozenset[str]], ownership: Ownership, owner: dict[TopicPartition, int],
+            racks: RackInfo) -> None:
+    """Rack-aware: trade partitions between members at unchanged counts where that brings partitions onto
+    their replicas' racks (:mod:`~kassign.assignors.sticky_refine`), and keep ``moving`` up to date."""
+    subscribers: dict[str, list[int]] = {t: [] for t in topics}
+    for i, subscribed in enumerate(member_topics):
+        for t in subscribed:
+            subscribers[t].append(i)
+    moved = refine_locality(lists, member_topics, subscribers, owner, racks)
+    claimers = ownership.claimers
+    for tp, i in moved.items():
+        # it changes owner unless back with its owner; an unowned one only if someone claimed it
+        if owner.get(tp) == i or (tp not in owner and not claimers.get(tp)):
+            moving.pop(tp, None)
+        else:
+            moving[tp] = i
 
 
 def _topic_sets(subscriptions: Mapping[str, Subscription], members: list[str]) -> list[frozenset[str]]:
