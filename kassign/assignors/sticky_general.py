@@ -245,6 +245,8 @@ class _GeneralAssignment:
             while self._balance_round(owned_too, added_by, kept_by, member_topics):
                 pass
         self._augment(added_by, kept_by)
+        if self.given_up:
+            self._take_back(added_by)
         self.added = {t: {} for t in self.topics}
         for i, holding in enumerate(added_by):
             for t, k in holding.items():
@@ -380,6 +382,25 @@ class _GeneralAssignment:
                 taker = giver
             count[lo] += 1
             count[path[-1][1]] -= 1
+
+    def _take_back(self, added_by: list[dict[str, int]]) -> None:
+        """Undo moves that balancing no longer needs: a member that gave up an owned partition of a topic
+        keeps it instead when a member holding a handed-out partition of that topic has one more
+        partition than it (the counts swap, the balance stays, one move fewer). Moves made early in
+        balancing can become unnecessary once later chains shift counts."""
+        count = self.count
+        for d in sorted(self.given_up):
+            lost = self.given_up[d]
+            for t in sorted(lost):
+                while lost[t]:
+                    x = next((x for x in self.subscribers[t] if count[x] == count[d] + 1 and added_by[x].get(t)
+                              and not self.given_up.get(x, {}).get(t)), None)
+                    if x is None:
+                        break
+                    added_by[x][t] -= 1
+                    lost[t] -= 1
+                    count[x] -= 1
+                    count[d] += 1
 
     def _chain(self, lo: int, holders: dict[str, set[int]], dead: set[str],
                added_by: list[dict[str, int]]) -> list[tuple[str, int]] | None:
