@@ -1,7 +1,8 @@
 """Scenarios from other Kafka clients' sticky-assignor suites (aiokafka's and kafka-python's
-``test_assignors.py``), written for kassign: the same groups and changes, checked for what those
-suites expect: validity, balance, the exact layouts where they pin one, and stickiness (a member
-keeps what it owned unless balance needs it elsewhere)."""
+``test_assignors.py``, librdkafka's rack-aware sticky tests), written for kassign: the same groups and
+changes, checked for what those suites expect: validity, balance, the exact layouts where they pin
+one, stickiness (a member keeps what it owned unless balance needs it elsewhere) and, with racks, no
+more partitions off their replicas' racks than the peer leaves."""
 
 from __future__ import annotations
 
@@ -196,3 +197,74 @@ def test_cooperative_sticky_reaches_the_same_layout_in_two_rounds():
     result = CooperativeStickyAssignor().assign(topics, coop)
     assert {m: sorted(ps) for m, ps in result.items()} == {"C1": _tps("t0", 0) + _tps("t1", 0, 1),
                                                            "C2": _tps("t2", 0, 1, 2)}
+
+
+# librdkafka's ut_testRackAwareAssignmentWithNonEqualSubscription: t1 (6 partitions), t2 (7), t3 (2);
+# consumer1 and consumer2 subscribe to all three, consumer3 to t1 and t3; the consumers sit on racks 0, 1
+# and 2. Brokers: replication factor x rack count of them, broker b on rack b % racks; partition j of a
+# topic has replicas on brokers (j + k + offset) % brokers for k < replication factor, the offset
+# growing by each topic's partition count.
+_RACK_TOPICS = {"t1": 6, "t2": 7, "t3": 2}
+_RACK_SUBS = {"consumer1": ["t1", "t2", "t3"], "consumer2": ["t1", "t2", "t3"], "consumer3": ["t1", "t3"]}
+_CONSUMER_RACK = {"consumer1": "rack0", "consumer2": "rack1", "consumer3": "rack2"}
+
+
+def _replica_racks(replication_factor: int, n_racks: int) -> dict[TopicPartition, set[str]]:
+    brokers, offset, racks = replication_factor * n_racks, 0, {}
+    for topic, n in _RACK_TOPICS.items():
+        for j in range(n):
+            racks[TP(topic, j)] = {f"rack{(j + k + offset) % brokers % n_racks}" for k in range(replication_factor)}
+        offset = (offset + n) % brokers
+    return racks
+
+
+def _rack_aware_targets(partition_racks, owned: dict[str, list[TopicPartition]] | None = None):
+    """The sticky answer and cooperative-sticky's target (its answer plus what it withholds), both checked
+    valid and balanced."""
+    from kassign.protocol import encode_cooperative_user_data
+
+    owned = owned or {}
+    plain = {m: Subscription(ts) for m, ts in _RACK_SUBS.items()}
+    sticky = StickyAssignor().assign(_RACK_TOPICS, {
+        m: Subscription(ts, encode_sticky_user_data(owned[m], 1) if m in owned else None, [], None, _CONSUMER_RACK[m])
+        for m, ts in _RACK_SUBS.items()}, partition_racks=partition_racks)
+    cooperative = CooperativeStickyAssignor()
+    first = cooperative.assign(_RACK_TOPICS, {
+        m: Subscription(ts, encode_cooperative_user_data(1 if m in owned else -1), owned.get(m, []),
+                        1 if m in owned else None, _CONSUMER_RACK[m])
+        for m, ts in _RACK_SUBS.items()}, partition_racks=partition_racks)
+    target = {m: list(ps) for m, ps in first.items()}
+    for tp, m in cooperative.partitions_transferring_ownership.items():
+        target[m].append(tp)
+    for result in (sticky, target):
+        assert_valid(_RACK_TOPICS, plain, result)
+        assert_balanced(_RACK_TOPICS, plain, result)
+        assert sorted(map(len, result.values())) == [5, 5, 5]
+    return sticky, target
+
+
+def _cross_rack(assignment, partition_racks) -> int:
+    return sum(_CONSUMER_RACK[m] not in partition_racks[tp] for m, ps in assignment.items() for tp in ps)
+
+
+@pytest.mark.parametrize("replication_factor, n_racks, peer_cross_rack", [
+    (2, 3, 0),  # every partition has a replica on two of the three racks: all can be local
+    (1, 3, 4),  # one replica each: librdkafka leaves 4 off-rack at 5/5/5
+    (3, 2, 5),  # consumer3's rack has no replica: its 5 partitions are off-rack, nothing else
+])
+def test_rack_aware_unequal_subscriptions_nothing_owned(replication_factor, n_racks, peer_cross_rack):
+    racks = _replica_racks(replication_factor, n_racks)
+    for result in _rack_aware_targets(racks):
+        assert _cross_rack(result, racks) <= peer_cross_rack
+
+
+def test_rack_aware_unequal_subscriptions_owned_partitions_on_the_wrong_racks():
+    """Replication factor 1 over 3 racks; each consumer owns 5 partitions, mostly off its rack (consumer3
+    even owns t2 partitions it does not subscribe to). librdkafka improves locality to 4 off-rack
+    partitions at 5/5/5; so must kassign (it left 6 before it traded partitions between members)."""
+    racks = _replica_racks(1, 3)
+    owned = {"consumer1": _tps("t1", 0, 1, 2, 3, 4), "consumer2": _tps("t1", 5) + _tps("t2", 0, 1, 2, 3),
+             "consumer3": _tps("t2", 4, 5, 6) + _tps("t3", 0, 1)}
+    assert _cross_rack(owned, racks) == 10
+    for result in _rack_aware_targets(racks, owned):
+        assert _cross_rack(result, racks) <= 4

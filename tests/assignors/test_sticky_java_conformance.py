@@ -77,7 +77,8 @@ def _java_input(sc: dict, assignor: str) -> dict:
     return {"assignor": assignor, "topics": subscribed, "members": members, "partition_racks": sc["partition_racks"]}
 
 
-def _ours(sc: dict, assignor: str) -> dict[str, list[TopicPartition]]:
+def _ours(sc: dict, assignor: str, instance: StickyAssignor | CooperativeStickyAssignor | None = None,
+          ) -> dict[str, list[TopicPartition]]:
     subs = {}
     for m, topics in sc["subs"].items():
         tps = [TopicPartition(t, p) for t, p in sc["claims"][m]]
@@ -92,7 +93,7 @@ def _ours(sc: dict, assignor: str) -> dict[str, list[TopicPartition]]:
     if sc["partition_racks"] is not None:
         racks = {TopicPartition(k.split(":")[0], int(k.split(":")[1])): set(v)
                  for k, v in sc["partition_racks"].items()}
-    a = StickyAssignor() if assignor == "sticky" else CooperativeStickyAssignor()
+    a = instance or (StickyAssignor() if assignor == "sticky" else CooperativeStickyAssignor())
     return a.assign(sc["topics"], subs, partition_racks=racks)
 
 
@@ -140,9 +141,8 @@ def _as_tps(answer) -> dict[str, list[TopicPartition]]:
 
 def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
     scenarios, sticky, _ = java_answers
-    java_invalid = java_error = rack_extra_moves = 0
+    java_invalid = java_error = rack_extra_moves = rack_better = 0
     problems = []
-    cross_rack_worse = []
     for k, (sc, answer) in enumerate(zip(scenarios, sticky)):
         ours = _ours(sc, "sticky")
         plain = {m: Subscription(t) for m, t in sc["subs"].items()}
@@ -165,31 +165,57 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
         if sum(c * c for c in ours_counts) > sum(c * c for c in java_counts) and \
                 imbalance_witness(sc["topics"], plain, java) is None:
             problems.append((k, "less balanced", ours_counts, java_counts))
-        # Moving more is only allowed when it buys a strictly better balance or, rack-aware, better
-        # locality: each extra move must take one more partition onto a replica rack than Java does.
+        # Moving more is only allowed when it buys a strictly better balance or, rack-aware, strictly
+        # better locality: at most two moves per partition brought onto a replica rack beyond Java's
+        # (the rate kassign's rack refinement trades at, sticky_refine.py). At equal balance kassign
+        # never leaves more partitions off their replicas' racks than Java.
         if sum(c * c for c in ours_counts) == sum(c * c for c in java_counts):
             extra = moves(owners, ours) - moves(owners, java)
-            locality_gain = max(0, _off_rack(sc, java) - _off_rack(sc, ours))
-            if extra > locality_gain:
+            locality_gain = _off_rack(sc, java) - _off_rack(sc, ours)
+            if extra > 2 * max(0, locality_gain):
                 problems.append((k, "moves", moves(owners, ours), moves(owners, java)))
             elif extra > 0:
                 rack_extra_moves += 1
-            if _off_rack(sc, ours) > _off_rack(sc, java):
-                cross_rack_worse.append((k, "equal" if equal else "unequal", _off_rack(sc, ours), _off_rack(sc, java)))
+            if locality_gain < 0:
+                problems.append((k, "cross-rack", _off_rack(sc, ours), _off_rack(sc, java)))
+            elif locality_gain > 0:
+                rack_better += 1
     print(f"java invalid answers: {java_invalid}, java errors: {java_error}, "
           f"rack scenarios moving more than Java for better locality: {rack_extra_moves}, "
-          f"more cross-rack than Java at equal balance: {cross_rack_worse}")
+          f"fewer cross-rack partitions than Java at equal balance: {rack_better}")
     assert not problems, f"{len(problems)} scenarios worse than Java: {problems[:10]}"
-    # Rack-aware assignment decides per-topic counts before racks on unequal subscriptions (README,
-    # known gap): these scenarios still leave more partitions off their replicas' racks than Java at
-    # the same balance (23 before the rack-aware tie-break, 21 now). No other scenario may join them.
-    new = [c for c in cross_rack_worse if c[0] not in KNOWN_CROSS_RACK_GAPS]
-    assert not new, f"more cross-rack partitions than Java: {new}"
 
 
-#: Scenario indices (seeded generator above) where kassign leaves more cross-rack partitions than Java.
-KNOWN_CROSS_RACK_GAPS = frozenset({86, 109, 111, 175, 192, 237, 245, 259, 263, 264, 273, 286, 306, 345, 368, 458,
-                                   493, 501, 516, 527, 580})
+def test_cooperative_target_at_least_as_balanced_as_java(java_answers):
+    """Cooperative-sticky's first round withholds the partitions changing owner, so its counts are not
+    comparable; what it converges to is: its answer plus what it withholds (the eager target) must be
+    kassign's sticky answer, and at least as balanced as Java's cooperative target (Java's answer plus
+    what Java withholds, which is Java's sticky answer on the same claims: checked)."""
+    scenarios, sticky, cooperative = java_answers
+    problems = []
+    compared = 0
+    for k, (sc, answer, java_sticky) in enumerate(zip(scenarios, cooperative, sticky)):
+        assignor = CooperativeStickyAssignor()
+        ours = _ours(sc, "cooperative-sticky", assignor)
+        target = {m: list(parts) for m, parts in ours.items()}
+        for tp, m in assignor.partitions_transferring_ownership.items():
+            target[m].append(tp)
+        eager = _ours(sc, "sticky")
+        assert {m: sorted(p) for m, p in target.items()} == {m: sorted(p) for m, p in eager.items()}, k
+        if "error" in answer or "error" in java_sticky:
+            continue
+        java, java_target = _as_tps(answer), _as_tps(java_sticky)
+        if not _is_valid(sc, java_target):
+            continue
+        assert all(set(java[m]) <= set(java_target[m]) for m in java), (k, "Java's cooperative answer")
+        compared += 1
+        plain = {m: Subscription(t) for m, t in sc["subs"].items()}
+        ours_sq = sum(len(p) ** 2 for p in target.values())
+        java_sq = sum(len(p) ** 2 for p in java_target.values())
+        if ours_sq > java_sq and imbalance_witness(sc["topics"], plain, java_target) is None:
+            problems.append((k, ours_sq, java_sq))
+    print(f"cooperative targets compared with Java's: {compared}")
+    assert not problems, f"cooperative targets less balanced than Java's: {problems[:10]}"
 
 
 def test_cooperative_never_hands_out_an_owned_partition(java_answers):
