@@ -5,7 +5,9 @@ partitions as possible. Members that all subscribe to the same topics take the q
 (:mod:`~kassign.assignors.sticky_constrained`); otherwise the general path
 (:mod:`~kassign.assignors.sticky_general`) balances so that no partition could move to a subscribed
 member with two or more fewer partitions. Previous ownership is resolved by generation first
-(:mod:`~kassign.assignors.sticky_ownership`); rack-aware when members and partitions carry racks.
+(:mod:`~kassign.assignors.sticky_ownership`); rack-aware when members and partitions carry racks, and
+then partitions are traded between members at unchanged counts where that brings them onto their
+replicas' racks (:mod:`~kassign.assignors.sticky_refine`).
 
 Where Java iterates hash maps, members are taken in member-id order and topics in name order, so the
 same input always gives the same assignment.

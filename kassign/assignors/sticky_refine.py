@@ -1,17 +1,17 @@
-"""Rack-aware refinement of a balanced general (unequal-subscription) sticky assignment.
+"""Rack-aware refinement of a balanced sticky assignment (either path).
 
-The general path decides how many partitions each member takes before it looks at racks. This pass
+Both paths decide how many partitions each member takes before racks can weigh in. This pass
 then moves partitions along cycles of members (A gives B a partition, B gives C one, ..., back to A),
 or along paths whose two ends swap their counts (the first member has one partition more than the
 last): the multiset of counts, hence the balance, never changes. A cycle or path is applied when it
-lowers the cost ``(K + 1) * cross-rack + K * moved`` where ``moved`` counts previously owned
-partitions that end up away from their owner. No single step takes a partition off a replica rack it
-is on, so the number of cross-rack partitions never grows; every partition moved away from its owner
-has to bring at least one partition onto its replica rack; and at equal locality a step that gives a
+lowers the cost ``(rate * K + 1) * cross-rack + K * moved`` where ``moved`` counts previously owned
+partitions that end up away from their owner: first at rate 1 (each extra move must bring a partition
+onto its replica rack), then at rate 2. No single step takes a partition off a replica rack it is on,
+so the number of cross-rack partitions never grows, and at equal locality a cycle that gives a
 partition back to its owner is taken (fewer moves).
 
-Negative cycles are found with Bellman-Ford over the members, one node per count level joining the
-ends of a path (``end -> level(count(end) + 1) -> start``).
+Negative cycles are found with Bellman-Ford on a graph linear in the assignment's size (members, one
+node per (topic, rack) partitions are handed to, one per count level).
 """
 
 from __future__ import annotations

@@ -304,3 +304,19 @@ def test_rack_aware_unequal_subscriptions_place_the_remainder_on_rack():
     racks = {TP("t1", 0): {"a"}, TP("t2", 0): {"b"}}
     result = StickyAssignor().assign({"t1": 1, "t2": 1}, subs, partition_racks=racks)
     assert result == {"c1": [], "c2": [TP("t1", 0)], "c3": [TP("t2", 0)]}
+
+
+def test_a_move_balancing_no_longer_needs_is_undone():
+    """Found by the explore profile: m3 gives up a t3 partition to m2 early in balancing; a later chain
+    (m2 takes t3 from m5, m5 takes t1 from m4) leaves m2 one above m3. Giving the partition back
+    swaps their counts, keeps the balance and moves one partition fewer."""
+    topics = {"t0": 0, "t1": 5, "t2": 3, "t3": 7}
+    subs = {"m0": ["t0"], "m1": ["t0"], "m2": ["t3"], "m3": ["t3"], "m4": ["t1"], "m5": ["t0", "t1", "t2", "t3"]}
+    claims = {m: ([], -1) for m in subs}
+    claims["m3"] = ([TP("t1", 0), TP("t1", 1), TP("t1", 2), TP("t3", 0), TP("t3", 1), TP("t3", 2), TP("t3", 4)], -1)
+    claims["m5"] = ([TP("t3", 3)], -1)
+    result = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, {}))
+    assert sorted(map(len, result.values())) == [0, 0, 3, 4, 4, 4]
+    # m3's t1 partitions (no longer subscribed) and t3-3 from m5 to m2, nothing else (5 before the fix)
+    assert moves(resolved_owners(claims, topics), result) == 4
+    assert sorted(result["m3"]) == [TP("t3", p) for p in (0, 1, 2, 4)]

@@ -3,9 +3,12 @@
 For each scenario (equal and unequal subscriptions, previous ownership with mixed generations and
 conflicting claims, racks) kassign's answer must be valid, at least as balanced as Java's (the same
 per-member counts when subscriptions are equal; otherwise no partition could move to a member with
-two or more fewer, and a sum of squared counts no larger than Java's), and move no more previously
-owned partitions than Java's. Java is the reference, not an oracle: a scenario where Java's answer is
-invalid counts against Java (tallied, and reported on failure).
+two or more fewer, and a sum of squared counts no larger than Java's); at equal balance leave no more
+partitions off their replicas' racks than Java and move no more previously owned partitions than Java,
+unless for strictly better locality (at most two moves per partition gained). Cooperative-sticky's
+target (its answer plus what it withholds) must be at least as balanced as Java's. Java is the
+reference, not an oracle: a scenario where Java's answer is invalid counts against Java (tallied, and
+reported on failure).
 """
 
 from __future__ import annotations
