@@ -23,12 +23,16 @@ form) or ``"topic:partition"``/``[topic, partition]`` otherwise; :func:`partitio
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import json
+import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kassign.model import TopicPartition
@@ -41,12 +45,21 @@ __all__ = [
     "read_events",
     "write_events",
     "merge_events",
+    "timeline_files",
+    "EVENT_SUFFIXES",
 ]
+
+#: Names of timeline files in a directory (rotated telemetry files add ``.1``, ``.2``...).
+EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
 
 #: Event kinds that change which partitions a member owns.
 OWNERSHIP_EVENTS = frozenset({"cb_assigned", "cb_revoked", "cb_lost"})
 
 DEFAULT_TOPIC = "topic"
+
+#: Largest event time accepted (seconds; unix time in 2286): later or non-finite times are errors,
+#: so no timeline can make a simulator or a metric wait for ever.
+MAX_EVENT_TIME = 1e10
 
 
 @dataclass
@@ -74,6 +87,8 @@ class Event:
             member, t, ev = obj["id"], float(obj["t"]), obj["ev"]
         except KeyError as exc:
             raise ValueError(f"timeline event {obj!r} lacks key {exc.args[0]!r}") from None
+        if not math.isfinite(t) or abs(t) > MAX_EVENT_TIME:
+            raise ValueError(f"event time {obj['t']!r} is not a finite time within +-{MAX_EVENT_TIME:g} s")
         parts = obj.get("parts")
         extra = {k: v for k, v in obj.items() if k not in ("id", "t", "ev", "parts")}
         return cls(
@@ -120,17 +135,25 @@ def _open_text(path: str | os.PathLike[str], mode: str) -> io.TextIOBase:
 def read_events(path: str | os.PathLike[str], *, default_topic: str = DEFAULT_TOPIC) -> Iterator[Event]:
     """Yield the events of one JSON-lines file (``.gz`` read transparently), in file order.
 
-    A malformed line raises ValueError naming the file and line number.
+    A malformed line (or a time that is not finite, see :data:`MAX_EVENT_TIME`) raises ValueError
+    naming the file and line number; so does a truncated or corrupted ``.gz`` file.
     """
-    with _open_text(path, "r") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield Event.from_json(json.loads(line), default_topic=default_topic)
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"{path}:{lineno}: bad timeline event: {exc}") from None
+    lineno = 0
+    try:
+        with _open_text(path, "r") as fh:
+            for lineno, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    yield Event.from_json(json.loads(line), default_topic=default_topic)
+                except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+                    raise ValueError(f"{path}:{lineno}: bad timeline event: {exc or type(exc).__name__}") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{path}: truncated or corrupted gzip file after line {lineno} "
+                         f"({exc or type(exc).__name__})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}:{lineno + 1}: not UTF-8 text ({exc.reason})") from None
 
 
 def write_events(
@@ -153,3 +176,30 @@ def merge_events(*streams: Iterable[Event]) -> list[Event]:
     merged: list[Event] = [e for stream in streams for e in stream]
     merged.sort(key=lambda e: e.t)
     return merged
+
+
+def _is_timeline_name(name: str) -> bool:
+    if name.endswith(EVENT_SUFFIXES):
+        return True
+    stem, _, number = name.rpartition(".")
+    return number.isdigit() and stem.endswith(EVENT_SUFFIXES)
+
+
+def timeline_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The timeline files ``path`` names: the file itself; for a recorded run directory its
+    ``events.jsonl.gz``; for a telemetry directory every member's file, rotated ones included.
+
+    Raises FileNotFoundError when nothing is there, ValueError for a directory without timelines.
+    """
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no timeline file or directory here", str(path))
+    run_file = path / "events.jsonl.gz"
+    if run_file.is_file():
+        return [run_file]
+    files = sorted(p for p in path.iterdir() if p.is_file() and _is_timeline_name(p.name))
+    if not files:
+        raise ValueError(f"directory {path} holds no timeline files (*.jsonl, *.jsonl.gz)")
+    return files

@@ -7,13 +7,17 @@ Times are milliseconds in the names Kafka's configs use (``session.timeout.ms`` 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kassign.model import RebalanceProtocol
 
-__all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS"]
+__all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS", "MAX_MS"]
+
+#: The longest time setting accepted: Kafka's millisecond configs are int32.
+MAX_MS = 2**31 - 1
 
 #: ``kafka``: Apache Kafka's classic group coordinator. ``tansu``: Tansu 0.6, which holds every
 #: JoinGroup for half the session timeout and answers with whoever has joined.
@@ -85,11 +89,16 @@ class SimConfig:
             raise TypeError(f"protocol must be a RebalanceProtocol or None, got {self.protocol!r}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name.endswith("_ms") and value is not None and value < 0:
-                raise ValueError(f"{f.name} must be >= 0, got {value!r}")
-        if self.heartbeat_interval_ms <= 0 or self.session_timeout_ms <= 0:
+            if not f.name.endswith("_ms") or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{f.name} must be a number of milliseconds, got {value!r}")
+            if not math.isfinite(value) or not 0 <= value <= MAX_MS:
+                raise ValueError(f"{f.name} must be a finite number of milliseconds from 0 to {MAX_MS:,} "
+                                 f"(Kafka's int32 limit), got {value!r}")
+        if self.heartbeat_interval_ms < 1 or self.session_timeout_ms < 1:
             raise ValueError(
-                f"heartbeat_interval_ms and session_timeout_ms must be > 0, got "
+                f"heartbeat_interval_ms and session_timeout_ms must be >= 1, got "
                 f"{self.heartbeat_interval_ms!r} and {self.session_timeout_ms!r}"
             )
 

@@ -9,10 +9,15 @@ foreground work is left, which is how a simulation ends without simulating idle 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EventLoop", "Timer"]
+__all__ = ["EventLoop", "Timer", "MAX_TIME_S"]
+
+#: Latest simulated time (about 31 years): beyond it ``t + heartbeat == t`` comes close, and the loop
+#: would spin on one instant.
+MAX_TIME_S = 1e9
 
 
 class Timer:
@@ -40,7 +45,10 @@ class EventLoop:
         self.active = 0
 
     def at(self, t: float, fn: Callable[..., Any], *args: Any, background: bool = False) -> Timer:
-        """Run ``fn(*args)`` at time ``t`` (never before now)."""
+        """Run ``fn(*args)`` at time ``t`` (never before now); ValueError for a time that is not
+        finite or beyond :data:`MAX_TIME_S`."""
+        if not math.isfinite(t) or t > MAX_TIME_S:
+            raise ValueError(f"cannot schedule at simulated time {t!r} s (limit {MAX_TIME_S:g} s)")
         self._seq += 1
         timer = Timer(max(t, self.now), self._seq, fn, args, background)
         heapq.heappush(self._queue, timer)

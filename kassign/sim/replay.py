@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.events import DEFAULT_TOPIC, Event, merge_events, read_events
+from kassign.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
 from kassign.metrics import PhaseMetrics, ownership_intervals, recording_phases, timeline_metrics
 from kassign.sim.config import SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
@@ -62,7 +62,8 @@ RESTART_EVENTS = frozenset({"subscribed", "join"})
 #: Recorded run strategies (meta.json) -> kassign assignor, and recorded clients -> simulator preset.
 STRATEGY_ASSIGNORS = {"range": "range", "sticky": "sticky", "coop": "cooperative-sticky", "roundrobin": "roundrobin"}
 META_CLIENTS = {"java": "java", "ck": "librdkafka"}
-EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
+#: Longest recording a replay simulates (first to last event): a week of heartbeats.
+MAX_REPLAY_SPAN_S = 7 * 24 * 3600.0
 
 
 @dataclass
@@ -202,26 +203,25 @@ def _pair(recorded: float, simulated: float, metric: str) -> str:
 # -- loading ----------------------------------------------------------------------------------
 
 
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    """A recorder's meta.json; ValueError naming the file when it is not a JSON object."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{meta_path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{meta_path}: JSON nested too deeply") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
 def _event_files(path: Path) -> tuple[list[Path], dict[str, Any] | None]:
     """The timeline files a path names, and the meta.json beside them (if any)."""
-    if path.is_file():
-        meta_path = path.parent / "meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.is_file() and path.name.startswith("events.") else None
-        return [path], meta
-    if not path.is_dir():
-        raise FileNotFoundError(f"no recording at {path}")
-    meta_path = path / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-    run_file = path / "events.jsonl.gz"
-    if run_file.is_file():
-        return [run_file], meta
-    # A telemetry directory: every member's file, with the rotated ones (name.jsonl.1, ...).
-    files = sorted(p for p in path.iterdir() if p.is_file() and (
-        p.name.endswith(EVENT_SUFFIXES) or any(f"{s}." in p.name and p.name.rsplit(".", 1)[-1].isdigit()
-                                               for s in EVENT_SUFFIXES)))
-    if not files:
-        raise ValueError(f"recording directory {path} holds no timeline files (*.jsonl, *.jsonl.gz)")
-    return files, meta
+    files = timeline_files(path)
+    meta_path = (path if path.is_dir() else path.parent) / "meta.json"
+    with_meta = meta_path.is_file() and (path.is_dir() or path.name.startswith("events."))
+    return files, _read_meta(meta_path) if with_meta else None
 
 
 def _single_subscribed_topic(events: Iterable[Event]) -> str | None:
@@ -253,6 +253,11 @@ def load_recording(*paths: str | Path) -> Recording:
         events = merge_events(*(read_events(f, default_topic=topic) for f in files))
     if not events:
         raise ValueError(f"recording {', '.join(map(str, paths))} holds no events")
+    span = events[-1].t - events[0].t
+    if span > MAX_REPLAY_SPAN_S:
+        raise ValueError(f"recording {', '.join(map(str, paths))} spans {span:,.0f} s from its first to its last "
+                         f"event; a replay simulates at most {MAX_REPLAY_SPAN_S:,.0f} s (7 days): cut it to the "
+                         "part to replay")
     first = Path(paths[0])
     label = str((meta or {}).get("label") or (first.name if first.is_dir() else first.name.split(".")[0]))
     if len(paths) > 1 and not meta:

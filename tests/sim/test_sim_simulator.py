@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -205,7 +206,21 @@ def test_bad_configuration_is_named() -> None:
         simulate(scale_out(), SimConfig(assignor="nope"))
     with pytest.raises(ValueError, match="unknown broker model 'zk'"):
         SimConfig(broker="zk")
-    with pytest.raises(ValueError, match="session_timeout_ms must be >= 0"):
+    with pytest.raises(ValueError, match="session_timeout_ms must be a finite number of milliseconds from 0"):
         SimConfig(session_timeout_ms=-1)
+    for bad in (float("nan"), float("inf"), 1e308):
+        with pytest.raises(ValueError, match=re.escape(f"limit), got {bad!r}")):
+            SimConfig(horizon_ms=bad)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        SimConfig(heartbeat_interval_ms=1e-9)
     with pytest.raises(ValueError, match=r"unknown simulator setting\(s\) \['colour'\]"):
         SimConfig.from_dict({"colour": "red"})
+
+
+def test_event_loop_refuses_times_it_could_never_leave() -> None:
+    from kassign.sim.engine import EventLoop
+
+    loop = EventLoop()
+    for t in (float("nan"), float("inf"), 1e308):
+        with pytest.raises(ValueError, match="cannot schedule at simulated time"):
+            loop.at(t, print)
