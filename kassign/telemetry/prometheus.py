@@ -54,7 +54,7 @@ class RecorderCollector(Collector):
                     for name in METRIC_NAMES}
         dropped = GaugeMetricFamily("kassign_telemetry_events_dropped", "Events the recorder could not hand to its sink",
                                     labels=_LABELS)
-        failed = GaugeMetricFamily("kassign_telemetry_sink_failed", "1 when the recorder's sink raised and was detached",
+        failed = GaugeMetricFamily("kassign_telemetry_sink_failed", "1 while the recorder's sink is failing (it raised since it last wrote an event)",
                                    labels=_LABELS)
         for recorder in recorders:
             labels = recorder.labels
@@ -63,7 +63,7 @@ class RecorderCollector(Collector):
                 families[name].add_metric(values, value)
             stats = recorder.stats()
             dropped.add_metric(values, stats["dropped"])
-            failed.add_metric(values, 1.0 if stats["sink_error"] else 0.0)
+            failed.add_metric(values, 1.0 if stats["sink_failing"] else 0.0)
         yield from families.values()
         yield dropped
         yield failed

@@ -12,16 +12,19 @@ called, so this module needs nothing beyond the standard library.
 from __future__ import annotations
 
 import logging
+import math
 import os
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kassign.events import Event
+from kassign.events import MAX_EVENT_TIME, Event
 from kassign.model import TopicPartition
 from kassign.telemetry.coordinator_metrics import PROTOCOLS, CoordinatorMetrics
+from kassign.telemetry.jsonsafe import to_jsonable
 from kassign.telemetry.sinks import RotatingFileSink, Sink
 from kassign.telemetry.stats import MetricConfig
 from kassign.telemetry.writer import BackgroundWriter
@@ -76,6 +79,7 @@ class RebalanceRecorder:
         self._lock = threading.Lock()
         self._metrics = CoordinatorMetrics(protocol, metric_config)
         self.events_recorded = 0
+        self.events_rejected = 0
         if sink is None:
             self._writer: BackgroundWriter | None = None
         else:
@@ -99,25 +103,43 @@ class RebalanceRecorder:
             return self._metrics.snapshot(at)
 
     def stats(self) -> dict[str, Any]:
-        """The recorder's own health: events recorded, written, dropped, and the sink's error if it failed."""
+        """The recorder's own health: events recorded, written, dropped (queue full or sink failure),
+        rejected (a time that is not finite), the sink's failed calls, its last error, and whether it
+        is failing now (it failed since it last wrote an event)."""
         writer = self._writer
         return {
             "events": self.events_recorded,
             "written": writer.written if writer else 0,
             "dropped": writer.dropped if writer else 0,
+            "rejected": self.events_rejected,
+            "sink_errors": writer.sink_errors if writer else 0,
             "sink_error": repr(writer.sink_error) if writer and writer.sink_error else None,
+            "sink_failing": bool(writer and writer.failing),
         }
 
     # -- events --------------------------------------------------------------------------------
 
     def record(self, ev: str, *, t: float | None = None, parts: Iterable[Any] | None = None, **extra: Any) -> None:
-        """Record one event of kind ``ev`` at ``t`` (default now); ``parts`` any partition objects."""
+        """Record one event of kind ``ev`` at ``t`` (default now); ``parts`` any partition objects.
+
+        Extra values JSON does not know (a compiled regex, a set) are stored in their JSON form. An
+        event whose time is not a finite number (a broken clock) is rejected: logged once, counted
+        in ``stats()["rejected"]``, and kept out of the metrics and the sink.
+        """
+        at = self.clock() if t is None else t
+        try:
+            at = float(at)
+        except (TypeError, ValueError):
+            at = math.nan
+        if not math.isfinite(at) or abs(at) > MAX_EVENT_TIME:
+            self._reject(ev, at)
+            return
         event = Event(
             id=self.member,
-            t=self.clock() if t is None else t,
+            t=at,
             ev=ev,
             parts=None if parts is None else to_partitions(parts),
-            extra={k: v for k, v in extra.items() if v is not None},
+            extra={k: to_jsonable(v) for k, v in extra.items() if v is not None},
         )
         with self._lock:
             derived = self._metrics.observe(event)
@@ -130,9 +152,22 @@ class RebalanceRecorder:
         for kind, at in derived:
             writer.submit(Event(self.member, at, kind, extra={"inferred": True}).to_json())
 
-    def subscribed(self, topics: Iterable[str] | None = None, *, pattern: str | None = None) -> None:
-        """The consumer subscribed; one topic makes partitions bare ints in later events."""
+    def _reject(self, ev: str, t: float) -> None:
+        with self._lock:
+            self.events_rejected += 1
+            first = self.events_rejected == 1
+        (log.warning if first else log.debug)(
+            "telemetry of %s: %s event at time %r rejected (not a finite unix time); rejected events are counted",
+            self.member, ev, t)
+
+    def subscribed(self, topics: Iterable[str] | None = None, *, pattern: str | re.Pattern[str] | None = None) -> None:
+        """The consumer subscribed; one topic makes partitions bare ints in later events.
+
+        ``pattern``: a regex subscription, as a string or compiled (written as its pattern string).
+        """
         names = sorted(topics) if topics is not None else None
+        if isinstance(pattern, re.Pattern):
+            pattern = pattern.pattern
         self.single_topic = names[0] if names is not None and len(names) == 1 and pattern is None else None
         self.record("subscribed", topics=names, pattern=pattern, group=self.group, protocol=self.protocol)
 

@@ -6,11 +6,15 @@ optionally having ``flush()`` and ``close()``. Sinks run on the recorder's write
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from kassign.telemetry.jsonsafe import dumps_line
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Sink", "RotatingFileSink"]
 
@@ -25,6 +29,11 @@ class RotatingFileSink:
     up to ``path.N``; the oldest beyond ``backup_count`` is deleted), as ``logging``'s rotating
     handler does. ``max_bytes=0`` never rotates. Each line is flushed when the writer's queue runs
     dry, so a crashed process loses at most the events still queued.
+
+    Values JSON does not know (a compiled regex, a set, bytes) are written as their closest JSON
+    form. A rotation that fails (``rotation_failures`` counts them) leaves the events in the current
+    file, which grows past ``max_bytes`` until a later rotation succeeds; a write that fails raises
+    OSError for the writer to retry, and the file is reopened on the next call.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = 64 * 1024 * 1024,
@@ -37,16 +46,38 @@ class RotatingFileSink:
         self.max_bytes = max_bytes
         self.backup_count = backup_count
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.rotation_failures = 0
+        self._closed = False
+        self._open()
+        #: Size at which to rotate: max_bytes, or further on after a failed rotation.
+        self._rotate_at = max_bytes
+
+    def _open(self) -> None:
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._size = self._fh.tell()
 
     def __call__(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, separators=(",", ":")) + "\n"
+        if self._closed:
+            raise ValueError(f"sink {self.path} is closed")
+        line = dumps_line(obj) + "\n"
         n = len(line.encode("utf-8"))
-        if self.max_bytes and self._size and self._size + n > self.max_bytes:
+        if self._fh.closed:  # a failed write or rotation closed it: try again
+            self._open()
+        if self.max_bytes and self._size and self._size + n > self._rotate_at:
             self._rotate()
-        self._fh.write(line)
+        try:
+            self._fh.write(line)
+        except OSError:
+            self._discard()
+            raise
         self._size += n
+
+    def _discard(self) -> None:
+        """Drop the file handle after a failed write (its buffer may hold a partial line)."""
+        try:
+            self._fh.close()
+        except OSError:
+            pass
 
     def backups(self) -> list[Path]:
         """The rotated files that exist, newest first."""
@@ -57,22 +88,35 @@ class RotatingFileSink:
 
     def _rotate(self) -> None:
         self._fh.close()
-        if self.backup_count == 0:
-            self.path.unlink(missing_ok=True)
-        else:
-            self._backup(self.backup_count).unlink(missing_ok=True)
-            for i in range(self.backup_count - 1, 0, -1):
-                if self._backup(i).exists():
-                    self._backup(i).replace(self._backup(i + 1))
-            self.path.replace(self._backup(1))
-        self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
-        self._size = 0
+        try:
+            if self.backup_count == 0:
+                self.path.unlink(missing_ok=True)
+            else:
+                self._backup(self.backup_count).unlink(missing_ok=True)
+                for i in range(self.backup_count - 1, 0, -1):
+                    if self._backup(i).exists():
+                        self._backup(i).replace(self._backup(i + 1))
+                self.path.replace(self._backup(1))
+        except OSError as exc:
+            self.rotation_failures += 1
+            self._open()
+            self._rotate_at = self._size + self.max_bytes  # try again after another max_bytes
+            log.warning("rotating %s failed (%s); writing on in the current file", self.path, exc)
+            return
+        self._open()
+        self._rotate_at = self.max_bytes
 
     def flush(self) -> None:
         """Push buffered lines to the operating system."""
-        self._fh.flush()
+        if not self._fh.closed:
+            try:
+                self._fh.flush()
+            except OSError:
+                self._discard()
+                raise
 
     def close(self) -> None:
         """Flush and close the current file."""
+        self._closed = True
         if not self._fh.closed:
             self._fh.close()
