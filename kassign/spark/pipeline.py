@@ -60,15 +60,30 @@ EVENT_SCHEMA = StructType([
 GROUP_KEYS = ("broker", "client", "assignor", "protocol", "kind")
 
 
-def spark_session(master: str = "local[*]", app_name: str = "kassign") -> SparkSession:
-    """A SparkSession on ``master`` whose Python workers use this interpreter (so kassign imports)."""
+#: A Spark configuration directory whose log4j2.properties keeps Spark's JVM to errors (its start-up
+#: warnings are noise to a user).
+QUIET_CONF_DIR = Path(__file__).with_name("quiet-conf")
+
+
+def spark_session(master: str = "local[*]", app_name: str = "kassign", *, quiet: bool = False) -> SparkSession:
+    """A SparkSession on ``master`` whose Python workers use this interpreter (so kassign imports).
+
+    ``quiet``: the JVM logs errors only (no start-up warnings), unless ``SPARK_CONF_DIR`` names the
+    user's own configuration; it applies when this call starts the JVM, not to a running session.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    return (SparkSession.builder.master(master).appName(app_name)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "8")
-            .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8"))
+    if quiet and "SPARK_CONF_DIR" not in os.environ:
+        os.environ["SPARK_CONF_DIR"] = str(QUIET_CONF_DIR)
+        try:
+            return builder.getOrCreate()
+        finally:
+            del os.environ["SPARK_CONF_DIR"]
+    return builder.getOrCreate()
 
 
 @contextmanager
