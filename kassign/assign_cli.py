@@ -1,6 +1,6 @@
-"""``kassign assign SCENARIO.json``: run an assignor on a scenario file and print the result.
+"""kassign assign SCENARIO.json [SCENARIO.json ...]: run an assignor on scenario files and print the results.
 
-The scenario file::
+The scenario file (JSON; "#" marks comments here only):
 
     {"assignor": "cooperative-sticky",                  # sticky | cooperative-sticky | range | roundrobin
      "partitions_per_topic": {"orders": 6, ...},
@@ -9,23 +9,27 @@ The scenario file::
      "partition_racks": {"orders:0": ["eu-1a", "eu-1b"], ...}}   # optional
 
 Prints each member's partitions, the per-member counts (balance) and how many previously owned
-partitions changed owner (movement); ``--json`` prints the same as one JSON object.
+partitions changed owner (movement); --json prints the same as one JSON object (a list of them
+for several files). At most 1,000,000 partitions per topic and 10,000,000 in all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from kassign.assignors import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor
 from kassign.assignors.base import PartitionAssignor
+from kassign.cli_errors import handles_errors
+from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, MAX_PARTITIONS_TOTAL, ArgumentParser
 from kassign.model import Subscription, TopicPartition
 from kassign.protocol import encode_sticky_user_data
 
 __all__ = ["main", "load_scenario", "run_scenario"]
+
+DESCRIPTION = __doc__.split("\n\n", 1)[1]
 
 ASSIGNORS: dict[str, type[PartitionAssignor]] = {
     "sticky": StickyAssignor,
@@ -39,38 +43,104 @@ def _partition(value: object, where: str) -> TopicPartition:
     if isinstance(value, str) and ":" in value:
         topic, _, number = value.rpartition(":")
         value = [topic, number]
-    if not isinstance(value, list) or len(value) != 2:
-        raise ValueError(f"{where}: a partition is [topic, number] or \"topic:number\", got {value!r}")
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str):
+        raise ValueError(f"{where}: a partition is [topic, number] or \"topic:number\", got {_short(value)}")
+    number = value[1]
+    if isinstance(number, str) and number.strip().lstrip("-").isdigit() and len(number) < 20:
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise ValueError(f"{where}: partition number must be an integer, got {_short(value[1])}")
+    if not 0 <= number < MAX_PARTITIONS_PER_TOPIC:
+        raise ValueError(f"{where}: partition number {number} is outside 0..{MAX_PARTITIONS_PER_TOPIC - 1:,}")
+    return TopicPartition(value[0], number)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _read_json(path: str | Path) -> object:
+    text = Path(path).read_text(encoding="utf-8")
     try:
-        return TopicPartition(str(value[0]), int(value[1]))
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: partition number must be an integer, got {value[1]!r}") from None
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+
+
+def _partition_counts(raw: object, path: str | Path) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: 'partitions_per_topic' must be an object of topic -> partition count")
+    counts: dict[str, int] = {}
+    for topic, n in raw.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{path}: partition count of topic {topic!r} must be an integer >= 0, got {_short(n)}")
+        if n > MAX_PARTITIONS_PER_TOPIC:
+            raise ValueError(f"{path}: topic {topic!r} has {n:,} partitions; at most "
+                             f"{MAX_PARTITIONS_PER_TOPIC:,} per topic are supported")
+        counts[topic] = n
+    if sum(counts.values()) > MAX_PARTITIONS_TOTAL:
+        raise ValueError(f"{path}: {sum(counts.values()):,} partitions in all; at most {MAX_PARTITIONS_TOTAL:,} "
+                         "are supported")
+    return counts
+
+
+def _subscription(name: str, member: str, spec: object, path: str | Path) -> Subscription:
+    where = f"{path}: subscription of {member!r}"
+    if not isinstance(spec, dict) or not isinstance(spec.get("topics"), list):
+        raise ValueError(f"{where} needs a 'topics' list")
+    topics = spec["topics"]
+    if not all(isinstance(t, str) for t in topics):
+        raise ValueError(f"{where}: topics must be strings, got {_short(topics)}")
+    raw_owned = spec.get("owned_partitions", [])
+    if not isinstance(raw_owned, list):
+        raise ValueError(f"{where}: 'owned_partitions' must be a list, got {_short(raw_owned)}")
+    owned = [_partition(p, f"{where}: owned_partitions") for p in raw_owned]
+    generation = spec.get("generation_id")
+    if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)
+                                   or not -1 <= generation < 2**31):
+        raise ValueError(f"{where}: 'generation_id' must be an int32 or null, got {_short(generation)}")
+    rack = spec.get("rack_id")
+    if rack is not None and not isinstance(rack, str):
+        raise ValueError(f"{where}: 'rack_id' must be a string or null, got {_short(rack)}")
+    user_data = encode_sticky_user_data(owned, generation) if name == "sticky" and owned else None
+    return Subscription(list(topics), user_data, owned, generation, rack)
+
+
+def _partition_racks(racks: object, path: str | Path) -> dict[TopicPartition, set[str]] | None:
+    if racks is None:
+        return None
+    if not isinstance(racks, dict):
+        raise ValueError(f"{path}: 'partition_racks' must be an object of \"topic:partition\" -> racks")
+    out: dict[TopicPartition, set[str]] = {}
+    for key, value in racks.items():
+        if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+            raise ValueError(f"{path}: partition_racks of {key!r} must be a list of rack names, got {_short(value)}")
+        out[_partition(key, f"{path}: partition_racks")] = set(value)
+    return out
 
 
 def load_scenario(path: str | Path) -> tuple[str, dict[str, int], dict[str, Subscription], dict | None]:
-    """(assignor name, partitions_per_topic, subscriptions, partition_racks) from a scenario file."""
-    raw = json.loads(Path(path).read_text())
+    """(assignor name, partitions_per_topic, subscriptions, partition_racks) from a scenario file.
+
+    Raises ValueError naming the file and the value for anything malformed, including partition
+    counts beyond MAX_PARTITIONS_PER_TOPIC per topic or MAX_PARTITIONS_TOTAL in all.
+    """
+    raw = _read_json(path)
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a scenario is a JSON object, got {type(raw).__name__}")
     name = raw.get("assignor", "cooperative-sticky")
-    if name not in ASSIGNORS:
-        raise ValueError(f"{path}: unknown assignor {name!r}; expected one of {sorted(ASSIGNORS)}")
-    partitions_per_topic = raw.get("partitions_per_topic")
-    if not isinstance(partitions_per_topic, dict):
-        raise ValueError(f"{path}: 'partitions_per_topic' must be an object of topic -> partition count")
-    subscriptions = {}
-    for member, spec in (raw.get("subscriptions") or {}).items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("topics"), list):
-            raise ValueError(f"{path}: subscription of {member!r} needs a 'topics' list")
-        owned = [_partition(p, f"{path}: owned_partitions of {member!r}") for p in spec.get("owned_partitions", [])]
-        generation = spec.get("generation_id")
-        user_data = encode_sticky_user_data(owned, generation) if name == "sticky" and owned else None
-        subscriptions[member] = Subscription(list(spec["topics"]), user_data, owned, generation, spec.get("rack_id"))
-    racks = raw.get("partition_racks")
-    partition_racks = None
-    if racks is not None:
-        partition_racks = {_partition(k, f"{path}: partition_racks"): set(v) for k, v in racks.items()}
-    return name, partitions_per_topic, subscriptions, partition_racks
+    if not isinstance(name, str) or name not in ASSIGNORS:
+        raise ValueError(f"{path}: unknown assignor {_short(name)}; expected one of {sorted(ASSIGNORS)}")
+    partitions_per_topic = _partition_counts(raw.get("partitions_per_topic"), path)
+    members = raw.get("subscriptions") or {}
+    if not isinstance(members, dict):
+        raise ValueError(f"{path}: 'subscriptions' must be an object of member id -> subscription, "
+                         f"got {type(members).__name__}")
+    subscriptions = {member: _subscription(name, member, spec, path) for member, spec in members.items()}
+    return name, partitions_per_topic, subscriptions, _partition_racks(raw.get("partition_racks"), path)
 
 
 def run_scenario(path: str | Path) -> dict:
@@ -83,6 +153,7 @@ def run_scenario(path: str | Path) -> dict:
     counts = {m: len(parts) for m, parts in result.items()}
     moving = assignor.partitions_transferring_ownership or {}
     return {
+        "scenario": str(path),
         "assignor": name,
         "assignment": {m: [f"{tp.topic}:{tp.partition}" for tp in sorted(parts)]
                        for m, parts in sorted(result.items())},
@@ -96,20 +167,7 @@ def run_scenario(path: str | Path) -> dict:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kassign assign``."""
-    parser = argparse.ArgumentParser(prog="kassign assign", description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", help="scenario JSON file")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    try:
-        report = run_scenario(args.scenario)
-    except (OSError, ValueError, TypeError) as exc:
-        print(f"kassign assign: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
+def _print_text(report: dict) -> None:
     print(f"assignor: {report['assignor']}")
     for member, parts in report["assignment"].items():
         print(f"  {member} ({len(parts)}): {', '.join(parts) or '-'}")
@@ -119,4 +177,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         label = "held back until revoked" if report["held_back"] else "changing owner"
         print(f"{label} ({len(report['changing_owner'])}): "
               + ", ".join(f"{tp} -> {m}" for tp, m in report["changing_owner"].items()))
+
+
+@handles_errors("assign")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of kassign assign; returns the exit code."""
+    parser = ArgumentParser(prog="kassign assign", description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario JSON file(s)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (a list of them for several files)")
+    args = parser.parse_args(argv)
+    reports = [run_scenario(path) for path in args.scenarios]  # all checked before anything is printed
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+        return 0
+    for i, (path, report) in enumerate(zip(args.scenarios, reports)):
+        if len(reports) > 1:
+            print(("\n" if i else "") + f"== {path}")
+        _print_text(report)
     return 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from collections.abc import Sequence
+
+from kassign.cli_errors import CLIError, handles_errors
+from kassign.cli_options import ArgumentParser
 
 from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, settings_help
@@ -42,7 +44,7 @@ def _racks(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``kassign broker`` options."""
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="kassign broker", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run Apache Kafka on 127.0.0.1 as a local KRaft process from Maven Central's jars (fetched "
                     "once into ~/.cache/kassign with mvn; later starts are offline), or the embedded Tansu. "
@@ -67,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _start(args: argparse.Namespace) -> int:
     if args.tansu and (args.brokers != 1 or args.racks):
-        print("kassign broker: --tansu runs one broker without racks; drop --brokers/--racks", file=sys.stderr)
-        return 2
+        raise CLIError("--tansu runs one broker without racks", "drop --brokers/--racks")
     info = start_detached(tansu=args.tansu, version=args.kafka_version, brokers=args.brokers, racks=args.racks,
                           port=args.port, startup_timeout=args.timeout)
     print(f"{info.describe()}")
@@ -104,8 +105,9 @@ def _stop(args: argparse.Namespace) -> int:
     return 0
 
 
+@handles_errors("broker")
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``kassign broker ...``; returns the exit code."""
+    """Run kassign broker ...; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:
         if args.action == "start":
@@ -114,5 +116,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _status()
         return _stop(args)
     except BrokerUnavailable as exc:
-        print(f"kassign broker: {exc}", file=sys.stderr)
-        return 1
+        raise CLIError(str(exc), "see kassign broker --help, or use --tansu", 1) from exc

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from kassign.cli_errors import EXIT_RUNTIME, CLIError, handles_errors
+from kassign.cli_options import ArgumentParser
 from kassign.events import write_events
 
 
@@ -36,7 +38,7 @@ _REMOTE_SESSION_MS, _REMOTE_HEARTBEAT_MS = 6000, 500
 
 def build_parser() -> argparse.ArgumentParser:
     """The demo's command-line options."""
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="kassign demo",
         description="Eager vs cooperative-sticky vs cooperative-sticky with the fast follow-up, on a live "
                     "group of aiokafka consumers: scale 3 -> 6 -> 3 and a rolling restart, then a summary "
@@ -144,6 +146,16 @@ def _logs_to_file(path: Path, *, quiet_console: bool) -> Iterator[None]:
         handler.close()
 
 
+def _unreachable(exc: BaseException, bootstrap: str) -> CLIError | None:
+    """A CLIError for a cluster the clients cannot reach (aiokafka's connection errors), else None."""
+    if type(exc).__name__ in ("KafkaConnectionError", "NoBrokersAvailable") or isinstance(exc, ConnectionError):
+        return CLIError(f"cannot reach the Kafka cluster at {bootstrap}: {exc}",
+                        "check --bootstrap and that the cluster is up, or leave --bootstrap out to start a "
+                        "local broker", EXIT_RUNTIME)
+    return None
+
+
+@handles_errors("demo")
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns 0 when every step settled and no record was lost, 1 otherwise."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
@@ -163,7 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             info = _local_broker(stack, args)
             bootstrap = info.bootstrap
             print(f"kassign demo: broker {info.describe()}", file=stream)
-        results = asyncio.run(_run_all(bootstrap, args, stream, tty))
+        try:
+            results = asyncio.run(_run_all(bootstrap, args, stream, tty))
+        except Exception as exc:
+            error = _unreachable(exc, bootstrap)
+            if error is None:
+                raise
+            raise error from exc
 
     from kassign.demo.summary import format_table
 

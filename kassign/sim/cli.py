@@ -1,6 +1,6 @@
-"""``kassign simulate``: simulate one scenario (or replay a recorded group under another assignor) and print its metrics.
+"""kassign simulate: simulate one scenario (or replay a recorded group under another assignor) and print its metrics.
 
-Examples::
+Examples:
 
     kassign simulate --scenario scale_out --members 3 --partitions 24 --assignor cooperative-sticky
     kassign simulate --scenario crash --broker tansu --session-timeout-ms 2000 --heartbeat-interval-ms 300
@@ -17,30 +17,40 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kassign.cli_errors import handles_errors
+from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, ArgumentParser, bounded_int, finite_float
 from kassign.metrics import PhaseMetrics
-from kassign.sim.config import BROKER_MODELS, CLIENT_PRESETS, SimConfig
+from kassign.sim.config import BROKER_MODELS, CLIENT_PRESETS, MAX_MS, SimConfig
 from kassign.sim.scenarios import SCENARIO_KINDS, make_scenario
 from kassign.sim.simulator import ASSIGNOR_CLASSES, simulate
 
 __all__ = ["main"]
 
+#: Most members a simulated group starts with.
+MAX_MEMBERS = 10_000
+
 COLUMNS = ("settle_s", "window_s", "unowned_ps", "moved", "rounds", "balance", "gap_kept_s", "double_owned_ps")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kassign simulate", description="Simulate a consumer-group rebalance scenario.")
+    p = ArgumentParser(prog="kassign simulate", description=__doc__.split("\n", 1)[0].split(": ", 1)[1],
+                       epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", choices=SCENARIO_KINDS, default="scale_out")
-    p.add_argument("--members", type=int, default=3, help="members at the start (default 3)")
-    p.add_argument("--partitions", type=int, default=24, help="partitions of the topic (default 24)")
+    p.add_argument("--members", type=bounded_int("the member count", 1, MAX_MEMBERS), default=3,
+                   help=f"members at the start, 1 to {MAX_MEMBERS:,} (default 3)")
+    p.add_argument("--partitions", type=bounded_int("the partition count", 1, MAX_PARTITIONS_PER_TOPIC), default=24,
+                   help=f"partitions of the topic, 1 to {MAX_PARTITIONS_PER_TOPIC:,} (default 24)")
     p.add_argument("--seed", type=int, default=0, help="drives the trigger's heartbeat phase and jitter")
     p.add_argument("--assignor", choices=sorted(ASSIGNOR_CLASSES), help="default: cooperative-sticky")
     p.add_argument("--protocol", choices=("eager", "cooperative"), help="default: the assignor's most capable")
     # Defaults are applied later, so that a replay can tell given settings from the recording's own.
     p.add_argument("--broker", choices=BROKER_MODELS, help="default: kafka (a replay: the recording's)")
     p.add_argument("--client", choices=sorted(CLIENT_PRESETS), help="default: java (a replay: the recording's)")
-    p.add_argument("--session-timeout-ms", "--session-ms", dest="session_timeout_ms", type=float,
+    p.add_argument("--session-timeout-ms", "--session-ms", dest="session_timeout_ms",
+                   type=finite_float("the session timeout (ms)", 1, MAX_MS),
                    help="default: 45000 (a replay: the recording's)")
-    p.add_argument("--heartbeat-interval-ms", "--heartbeat-ms", dest="heartbeat_interval_ms", type=float,
+    p.add_argument("--heartbeat-interval-ms", "--heartbeat-ms", dest="heartbeat_interval_ms",
+                   type=finite_float("the heartbeat interval (ms)", 1, MAX_MS),
                    help="default: 3000 (a replay: the recording's)")
     p.add_argument("--static", action="store_true", help="static membership (group.instance.id per member)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -101,11 +111,7 @@ def _table(rows: dict[str, PhaseMetrics], out: Any) -> None:
 def _replay(paths: Sequence[str], args: argparse.Namespace) -> int:
     from kassign.sim.replay import load_recording, replay
 
-    try:
-        recording = load_recording(*paths)
-    except (OSError, ValueError) as exc:
-        print(f"kassign simulate: cannot read recording: {exc}", file=sys.stderr)
-        return 2
+    recording = load_recording(*paths)
     report = replay(recording, **_given(args))
     if args.events:
         report.result.write_events(args.events)
@@ -126,17 +132,14 @@ def _plain(m: PhaseMetrics) -> dict[str, Any]:
     return d
 
 
+@handles_errors("simulate")
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kassign simulate``; returns the exit code."""
+    """Entry point of kassign simulate; returns the exit code."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        if args.replay:
-            return _replay(args.replay, args)
-        config = SimConfig.from_dict(_settings(args))
-        scenario = make_scenario(args.scenario, args.members, args.partitions, seed=args.seed)
-    except (ValueError, TypeError) as exc:
-        print(f"kassign simulate: {exc}", file=sys.stderr)
-        return 2
+    if args.replay:
+        return _replay(args.replay, args)
+    config = SimConfig.from_dict(_settings(args))
+    scenario = make_scenario(args.scenario, args.members, args.partitions, seed=args.seed)
     result = simulate(scenario, config)
     if args.events:
         result.write_events(args.events)
