@@ -11,7 +11,10 @@ so the number of cross-rack partitions never grows, and at equal locality a cycl
 partition back to its owner is taken (fewer moves).
 
 Negative cycles are found with Bellman-Ford on a graph linear in the assignment's size (members, one
-node per (topic, rack) partitions are handed to, one per count level).
+node per (topic, rack) partitions are handed to, one per count level). The search is bounded by a
+count of edge relaxations (:data:`RELAXATION_BUDGET`), so a very large rack-aware group gets the
+trades found within it and stays fast; the bound is a count, not a clock, so the result stays
+deterministic.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ __all__ = ["refine_locality"]
 #: Moves one partition brought onto a replica rack may cost. Java 3.9 trades at up to two (on random
 #: groups it reaches one fewer cross-rack partition than a one-for-one rule in about 1 % of them).
 MOVES_PER_LOCAL_PARTITION = 2
+#: Edge relaxations (graph building counted alike) the whole refinement may spend: a few hundred
+#: milliseconds of CPU; every group of the Java conformance test needs a tiny fraction of it.
+RELAXATION_BUDGET = 3_000_000
 
 
 def refine_locality(
@@ -52,6 +58,7 @@ class _Refiner:
         # brought on-rack pays for at most one move, and moves decide only between equal localities.
         self.k = sum(map(len, result)) + 1
         self.rate = 1
+        self.budget = RELAXATION_BUDGET
 
     def cost(self, tp: TopicPartition, member: int) -> int:
         """What ``tp`` costs at ``member``: off its replicas' racks, away from its owner."""
@@ -143,12 +150,18 @@ class _Refiner:
         """A negative cycle as (giver, taker, partition) moves, or None. Bellman-Ford from every node at
         once; after each pass the predecessor graph is checked for a cycle (one there is negative), which
         usually ends the search after a few passes instead of one per node."""
+        if self.budget <= 0:
+            return None  # spent: keep the trades made so far
         edges, n_nodes = self._graph()
+        self.budget -= 4 * len(edges)  # building the graph costs about as much as a few relaxation passes
         if not any(e[0] < 0 for e in edges):
             return None
         dist = [0] * n_nodes
         pred: list[tuple[int, TopicPartition | None] | None] = [None] * n_nodes
         for _ in range(n_nodes):
+            if self.budget < len(edges):
+                return None  # spent: keep the trades made so far
+            self.budget -= len(edges) + n_nodes
             changed = False
             for c, u, v, tp in edges:
                 if dist[u] + c < dist[v]:
