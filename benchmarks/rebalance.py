@@ -8,8 +8,9 @@ keyed load:
   non-empty poll batch, uniform and seeded: when a member notices a rebalance depends on it);
 * scenarios: ``scale-out`` 3 -> 6 members, ``scale-in`` 6 -> 3 (clean closes), ``crash`` (SIGKILL)
   of 1 of 6, ``rolling-restart`` of 6 (each member closed and its replacement subscribed as soon as
-  it has gone, the group settled before the next: the replacement's process is started and ready
-  beforehand, so a JVM's or interpreter's start-up, which differs by client, is not measured);
+  its consumer has closed, the group settled before the next: the replacement's process is started
+  and ready beforehand, so a JVM's or interpreter's start-up and exit, which differ by client, are
+  not measured);
 * modes: ``eager`` (a plain ``AIOKafkaConsumer`` with its default round-robin assignor: what a
   user has today), ``cooperative`` (kassign's ``CooperativeConsumer``, ``fast_follow_up=False``),
   ``cooperative+fast-follow-up`` (the same with ``fast_follow_up=True``), ``cooperative+static``
@@ -251,8 +252,13 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
                 group.wait_ready(replacement, 90)
                 _wait_for_phase(group, hb, phase)
                 steps.append(time.time())
-                group.stop_member(member)
+                # The replacement subscribes once its predecessor's consumer has closed (not when
+                # its interpreter or JVM has finished exiting, which is no part of a rebalance).
+                group.request_stop(member)
+                group.wait_for(lambda events: any(e.id == member and e.ev in ("closed", "exit") for e in events),
+                               60, f"{member} closed")
                 group.release_member(replacement)
+                group.stop_member(member)
                 group.wait_settled(120, balanced=True)
         time.sleep(steady_s)
         end = time.time()

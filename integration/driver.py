@@ -352,9 +352,7 @@ class GroupDriver:
         """
         members = [self._member(m) for m in member_ids]
         for m in members:
-            m.stopping = True
-            if m.proc.stdin is not None and not m.proc.stdin.closed:
-                m.proc.stdin.close()
+            self.request_stop(m.member_id)
         deadline = time.monotonic() + timeout
         codes = {}
         for m in members:
@@ -367,6 +365,13 @@ class GroupDriver:
             if m.reader is not None:
                 m.reader.join(5)
         return codes
+
+    def request_stop(self, member_id: str) -> None:
+        """Ask a member to close cleanly (end of its stdin) without waiting for it."""
+        m = self._member(member_id)
+        m.stopping = True
+        if m.proc.stdin is not None and not m.proc.stdin.closed:
+            m.proc.stdin.close()
 
     def stop_member(self, member_id: str, timeout: float = 20.0) -> int:
         """Close one member cleanly; returns its exit code."""
