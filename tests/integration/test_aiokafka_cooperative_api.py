@@ -106,7 +106,7 @@ class Member:
         self.name = name
         self.listener = Recorder(name, ownership, on_revoke)
         self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, client_id=name,
-                                            **TIMING, **config)
+                                            **{**TIMING, **config})
         self.consumer.subscribe(list(topics), pattern=pattern, listener=self.listener)
         self.records: list[tuple[TP, int]] = []  # in processing order
         self.next_offset: dict[TP, int] = {}
@@ -390,3 +390,50 @@ def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_serve
         assert b.offsets(tp) == list(range(committed[tp], len(sent[tp]))), f"B must resume at {committed[tp]} on {tp}"
     for tp in owned["A"]:
         assert a.offsets(tp) == sorted(sent[tp]) and not b.offsets(tp), f"{tp} kept by A, each record once"
+
+
+def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, group_id, topic_factory):
+    """As Java's close: a member closed while its JoinGroup waits at the broker's join barrier sends
+    LeaveGroup at once instead of finishing the round (aiokafka's way), so the round goes on without
+    it and the group settles in that one round, not in a second one that takes back what the closed
+    member was handed."""
+    topic = topic_factory(12)
+    partitions = {TP(topic, p) for p in range(12)}
+
+    async def scenario() -> tuple[int, int]:
+        ownership = Ownership()
+        # m1 notices rebalances late (long heartbeat), m2 early: m2 waits for m1 at the barrier.
+        m1 = Member("m1", bootstrap_servers, group_id, ownership, topics=[topic],
+                    session_timeout_ms=6000, heartbeat_interval_ms=1500)
+        m2 = Member("m2", bootstrap_servers, group_id, ownership, topics=[topic], heartbeat_interval_ms=100)
+        members = [m1, m2]
+        for m in members:
+            await m.start()
+        await _settled(members, partitions)
+        c1, c2 = m1.consumer._coordinator, m2.consumer._coordinator
+        for attempt in range(4):
+            joiner = Member(f"j{attempt}", bootstrap_servers, group_id, ownership, topics=[topic])
+            members.append(joiner)
+            before = c1.generation
+            starting = asyncio.create_task(joiner.start())  # start() may return only once it has joined
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not (c2._join_in_flight and not c1._joining and c1.generation == before):
+                await asyncio.sleep(0.002)
+            hit = c2._join_in_flight and not c1._joining and c1.generation == before
+            if hit:
+                break
+            await starting
+            await _settled(members, partitions)  # m1 was first this time; another join, another try
+        else:
+            raise AssertionError("m2 never waited at the join barrier for m1")
+        await m2.stop()
+        await starting
+        members.remove(m2)
+        await _settled(members, partitions)
+        after = c1.generation
+        await _stop_all(members)
+        assert not ownership.violations, ownership.violations
+        return before, after
+
+    before, after = asyncio.run(scenario())
+    assert after == before + 1, f"the group took {after - before} rounds to settle after the close (one expected)"

@@ -23,7 +23,7 @@ leader computes and what a member does with its assignment, as Java's ConsumerCo
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
 * a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
   hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
-* opt-in ``fast_follow_up`` (:mod:`kassign.adapters.aiokafka.follow_up`): a leader whose assignor
+* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.adapters.aiokafka.follow_up`): a leader whose assignor
   withheld partitions marks every assignment, and a marked member rejoins without waiting for its
   next heartbeat (once per marked generation, never twice in a row).
 """
@@ -40,7 +40,7 @@ import aiokafka.errors as Errors
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
 from aiokafka.coordinator.protocol import ConsumerProtocol
 from aiokafka.protocol.commit import OffsetCommitRequest
-from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
@@ -65,6 +65,8 @@ log = logging.getLogger(__name__)
 __all__ = ["KassignGroupCoordinator"]
 
 _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
+# aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
+_LEAVE_CONNECTION = "kassign-leave"
 # A commit that fails with a retriable error while revoking is retried this often, then given up
 # (the partition's next owner resumes from the last committed offset: nothing is lost).
 _REVOCATION_COMMIT_ATTEMPTS = 3
@@ -87,6 +89,8 @@ class _Rebalance(CoordinatorGroupRebalance):
         log.info("(Re-)joining group %s (%s protocol, owning %d partitions)", self.group_id,
                  coordinator.rebalance_protocol.name, len(coordinator.owned_partitions))
         while True:
+            if coordinator.closing:
+                return None  # a closing member leaves instead of joining
             request = JoinGroupRequest(
                 self.group_id,
                 self._session_timeout_ms,
@@ -96,12 +100,15 @@ class _Rebalance(CoordinatorGroupRebalance):
                 ConsumerProtocol.PROTOCOL_TYPE,
                 protocols,
             )
+            coordinator._join_in_flight = True
             try:
                 response = await coordinator._send_req(request)
             except Errors.KafkaError:
                 return None  # connection trouble: the coordinator lookup backs off
-            if not self._subscription.active:
-                return None
+            finally:
+                coordinator._join_in_flight = False
+            if not self._subscription.active or coordinator.closing:
+                return None  # closed meanwhile: no SyncGroup, nothing installed; close() has left
             error_type = Errors.for_code(response.error_code)
             if error_type is not Errors.MemberIdRequired:
                 self.join_error = error_type.__name__ if error_type is not Errors.NoError else None
@@ -161,7 +168,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         **kwargs: Any,
     ) -> None:
         self._protocol = select_rebalance_protocol(assignors)
-        # Opt-in (kassign.adapters.aiokafka.follow_up): mark assignments when partitions are
+        # kassign.adapters.aiokafka.follow_up: mark assignments when partitions are
         # withheld, and rejoin at once on a mark instead of waiting for the next heartbeat.
         self._follow_up = FollowUpPolicy(fast_follow_up)
         self._client_rack = client_rack
@@ -189,12 +196,20 @@ class KassignGroupCoordinator(GroupCoordinator):
         # assignment, leaving or closing replaces it.
         self._scheduled_rejoin: asyncio.TimerHandle | None = None
         self._fenced = False  # a replaced static member: final
+        self._leave_in_flight: asyncio.Future[None] | None = None
+        self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         # Leader: members whose metadata it could not read and emptied in the last completed round (they
         # own nothing now); those of this round, until its SyncGroup succeeds; and whether this round
         # withheld partitions for such members, so that the leader rejoins after it.
         self._emptied_unreadable: frozenset[str] = frozenset()
         self._emptying_unreadable: frozenset[str] = frozenset()
         self._rejoin_after_sync = False
+
+    @property
+    def closing(self) -> bool:
+        """Whether ``close()`` has begun."""
+        closing = getattr(self, "_closing", None)  # absent in coordinators built without aiokafka's __init__
+        return closing is not None and closing.done()
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -475,9 +490,30 @@ class KassignGroupCoordinator(GroupCoordinator):
 
     async def close(self) -> None:
         self._cancel_scheduled_rejoin()
-        await super().close()
+        early_leave = None
+        if self._join_in_flight and self._group_instance_id is None:
+            # As Java's close: leave at once, even with a JoinGroup in flight. aiokafka would first
+            # finish the round, take the partitions it hands out, give them back and leave, forcing
+            # one more rebalance on the group. The broker answers the pending JoinGroup with
+            # UNKNOWN_MEMBER_ID and the coordination routine, now closing, ends.
+            log.info("group %s: closing during a rebalance; leaving at once", self.group_id)
+            early_leave = asyncio.ensure_future(self._maybe_leave_group())
+        await super().close()  # marks the coordinator closing first, then waits for its routine
+        if early_leave is not None:
+            await early_leave
 
     async def _maybe_leave_group(self) -> None:
+        # One leave at a time: a close that left early during a rebalance calls this again at its end.
+        if self._leave_in_flight is None:
+            self._leave_in_flight = asyncio.ensure_future(self._leave_group())
+        leave = self._leave_in_flight
+        try:
+            await asyncio.shield(leave)
+        finally:
+            if self._leave_in_flight is leave and leave.done():
+                self._leave_in_flight = None
+
+    async def _leave_group(self) -> None:
         # Leaving (close, unsubscribe, poll timeout) gives everything up first, as Java's onLeavePrepare.
         self._cancel_scheduled_rejoin()
         if self._owned:
@@ -486,7 +522,24 @@ class KassignGroupCoordinator(GroupCoordinator):
             else:
                 # The coordination routine has already made its last auto-commit.
                 await self._revoke_partitions(self._owned, commit=False)
+        if self._join_in_flight and self.generation > 0 and self._group_instance_id is None:
+            await self._leave_beside_the_join()
+            return
         await super()._maybe_leave_group()
+
+    async def _leave_beside_the_join(self) -> None:
+        """LeaveGroup on a connection of its own: the broker handles one request per connection at a
+        time, the coordinator connection is held by a JoinGroup waiting at the join barrier and the
+        default one by long-polling fetches, so a LeaveGroup sent on either would only be read after
+        the round this member is leaving has completed with it."""
+        request = LeaveGroupRequest(self.group_id, self.member_id)
+        try:
+            response = await self._client.send(self.coordinator_id, request, group=_LEAVE_CONNECTION)
+            error = Errors.for_code(response.error_code)
+            log.info("group %s: LeaveGroup beside the pending JoinGroup answered %s", self.group_id, error.__name__)
+        except Errors.KafkaError as err:
+            log.error("group %s: LeaveGroup failed: %r", self.group_id, err)
+        self.reset_generation()
 
     # -- commits racing a rebalance --------------------------------------------------------
     # aiokafka resets the member (losing every partition) when a commit fails with ILLEGAL_GENERATION
