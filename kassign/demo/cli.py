@@ -1,9 +1,9 @@
 """``kassign demo``: eager vs cooperative rebalancing on a live group of aiokafka consumers.
 
 Starts a local Apache Kafka (Tansu with ``--tansu``; or uses ``--bootstrap``), then runs the same plan three times, one
-after the other, on a fresh topic and group each: with aiokafka's default (eager, range), with
-kassign's ``CooperativeConsumer`` (cooperative-sticky) and with the same plus its fast follow-up
-(``fast_follow_up=True``). Ends with one summary table showing the three side by side and writes
+after the other, on a fresh topic and group each: with aiokafka's default (eager, round-robin), with
+kassign's ``CooperativeConsumer`` as plain KIP-429 (``fast_follow_up=False``) and as shipped (its
+default: the fast follow-up on). Ends with one summary table showing the three side by side and writes
 the timeline PNG, the JSON-lines events of each run and a ``summary.json`` into ``--out``.
 """
 
@@ -72,9 +72,9 @@ def _runs(only: str | None) -> list[tuple[str, str, object]]:
 
     runs: list[tuple[str, str, object]] = [
         ("eager", "eager (aiokafka default)", AIOKafkaConsumer),
-        ("cooperative", "cooperative-sticky", CooperativeConsumer),
-        ("fast-follow-up", "cooperative + fast follow-up",
-         functools.partial(CooperativeConsumer, fast_follow_up=True)),
+        ("cooperative", "cooperative-sticky (plain KIP-429)",
+         functools.partial(CooperativeConsumer, fast_follow_up=False)),
+        ("fast-follow-up", "kassign default (+ fast follow-up)", CooperativeConsumer),
     ]
     return [r for r in runs if only is None or r[0] == only]
 

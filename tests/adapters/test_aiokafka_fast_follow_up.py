@@ -223,9 +223,9 @@ def test_leader_marks_every_assignment_of_a_round_that_withholds():
     assert asyncio.run(lead(True, settled)) == {"a": None, "b": None}
 
 
-def test_cooperative_consumer_passes_the_option_and_defaults_it_off():
+def test_cooperative_consumer_passes_the_option_and_defaults_it_on():
     async def build(**kwargs):
         return CooperativeConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", **kwargs)
 
-    assert asyncio.run(build())._kassign_fast_follow_up is False
-    assert asyncio.run(build(fast_follow_up=True))._kassign_fast_follow_up is True
+    assert asyncio.run(build())._kassign_fast_follow_up is True
+    assert asyncio.run(build(fast_follow_up=False))._kassign_fast_follow_up is False

@@ -40,11 +40,16 @@ class CooperativeConsumer(AIOKafkaConsumer):
     cooperative protocol ``on_partitions_revoked`` receives only the partitions that move away and
     ``on_partitions_assigned`` only the ones that are new (possibly none).
 
-    ``fast_follow_up=True`` (off by default; cooperative protocol only) starts the follow-up
-    rebalance of a round that withheld partitions without waiting for the members' next heartbeat:
-    a kassign leader marks the assignments and marked kassign members rejoin at once (see
-    :mod:`kassign.adapters.aiokafka.follow_up`). It suits Apache Kafka's coordinator; on a broker
-    without a join barrier (Tansu) it can add rounds instead of saving time.
+    ``fast_follow_up`` (on by default; cooperative protocol only) starts the follow-up rebalance of
+    a round that withheld partitions without waiting for the members' next heartbeat: a kassign
+    leader marks the assignments and marked kassign members rejoin at once (see
+    :mod:`kassign.adapters.aiokafka.follow_up`). Measured on Apache Kafka 4.4 it cuts a scale-out's
+    unowned partition-seconds about 20-fold against plain KIP-429 and below eager's; on a broker
+    without a join barrier (Tansu) it can add rounds instead, so ``fast_follow_up=False`` gives the
+    plain KIP-429 behaviour. Java and librdkafka members in the same group ignore the mark.
+
+    ``group_instance_id`` (static membership, KIP-345) is what makes a rolling restart cheap: a
+    member restarted within the session timeout gets its own partitions back without a rebalance.
     """
 
     def __init__(
@@ -52,7 +57,7 @@ class CooperativeConsumer(AIOKafkaConsumer):
         *topics: str,
         partition_assignment_strategy: Sequence[Any] = (CooperativeStickyAssignor,),
         client_rack: str | None = None,
-        fast_follow_up: bool = False,
+        fast_follow_up: bool = True,
         **kwargs: Any,
     ) -> None:
         self._kassign_fast_follow_up = fast_follow_up

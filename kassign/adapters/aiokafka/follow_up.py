@@ -1,8 +1,8 @@
-"""The opt-in fast follow-up of a cooperative rebalance, for kassign's aiokafka coordinator.
+"""The fast follow-up of a cooperative rebalance (on by default), for kassign's aiokafka coordinator.
 
 When a cooperative round withholds partitions (their owners must revoke them before they can
 move), a follow-up round is certain. Without help the members that revoked nothing learn of it
-only from their next heartbeat. With the fast follow-up on:
+only from their next heartbeat. With the fast follow-up on (``CooperativeConsumer``'s default):
 
 * the leader marks every member's assignment user data "follow-up pending, generation N"
   (:func:`kassign.sim.follow_up.mark_follow_up`: a magic prefix and the generation in front of the
