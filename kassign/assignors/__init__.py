@@ -5,11 +5,10 @@ Each is a plain class, one instance per consumer (see :class:`PartitionAssignor`
 """
 
 from kassign.assignors.base import PartitionAssignor
-from kassign.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kassign.assignors.delayed import DelayedCooperativeStickyAssignor
 from kassign.assignors.range import RangeAssignor
 from kassign.assignors.roundrobin import RoundRobinAssignor
-from kassign.assignors.sticky import AbstractStickyAssignor, StickyAssignor
+from kassign.assignors.sticky import AbstractStickyAssignor, CooperativeStickyAssignor, StickyAssignor
 
 __all__ = [
     "PartitionAssignor",

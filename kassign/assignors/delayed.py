@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kassign.assignors.base import PartitionAssignor
-from kassign.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kassign.assignors.sticky.cooperative import CooperativeStickyAssignor
 from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol.delay_user_data import (
     DelayState,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kassign.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kassign.assignors.sticky.cooperative import CooperativeStickyAssignor
 from kassign.assignors.delayed import DelayedCooperativeStickyAssignor
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import ProtocolError, encode_cooperative_user_data

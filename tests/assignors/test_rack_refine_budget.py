@@ -9,7 +9,7 @@ import pytest
 
 from kassign import Subscription, TopicPartition
 from kassign.assignors import CooperativeStickyAssignor, StickyAssignor
-from kassign.assignors import sticky_refine
+from kassign.assignors.sticky import refine as sticky_refine
 
 
 def _group(seed: int):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kassign import Subscription, TopicPartition
 from kassign.assignors import StickyAssignor
-from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
+from kassign.assignors.sticky.user_data_reader import StickyUserDataReader
 from kassign.protocol import ProtocolError, decode_sticky_user_data, encode_sticky_user_data
 from tests.assignors.sticky_checks import assert_balanced, assert_valid, moves, resolved_owners
 from tests.assignors.sticky_scenarios import scenarios
@@ -176,9 +176,9 @@ def test_dealt_topics_expand_to_the_counts_the_deal_gave(sizes, n_members):
     from itertools import chain
 
     from kassign.assignors.rack_info import RackInfo
-    from kassign.assignors.sticky_constrained import topic_partitions
-    from kassign.assignors.sticky_general import _GeneralAssignment
-    from kassign.assignors.sticky_ownership import resolve_ownership
+    from kassign.assignors.sticky.constrained import topic_partitions
+    from kassign.assignors.sticky.general import _GeneralAssignment
+    from kassign.assignors.sticky.ownership import resolve_ownership
 
     topics = {f"t{i}": n for i, n in enumerate(sizes)}
     members = list(range(n_members))
@@ -203,8 +203,8 @@ def test_pouring_a_few_partitions_matches_water_filling(counts, units, data):
     """Few partitions among many subscribers take a shortcut (only the least loaded are looked at);
     it must hand out exactly what pouring one at a time to the least loaded does."""
     from kassign.assignors.rack_info import RackInfo
-    from kassign.assignors.sticky_general import _GeneralAssignment
-    from kassign.assignors.sticky_ownership import resolve_ownership
+    from kassign.assignors.sticky.general import _GeneralAssignment
+    from kassign.assignors.sticky.ownership import resolve_ownership
 
     n = len(counts)
     returning = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
@@ -229,8 +229,8 @@ def test_pouring_a_few_partitions_matches_water_filling(counts, units, data):
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=12), st.integers(1, 60), st.data())
 def test_water_filling_matches_one_at_a_time(counts, units, data):
     from kassign.assignors.rack_info import RackInfo
-    from kassign.assignors.sticky_general import _GeneralAssignment
-    from kassign.assignors.sticky_ownership import resolve_ownership
+    from kassign.assignors.sticky.general import _GeneralAssignment
+    from kassign.assignors.sticky.ownership import resolve_ownership
 
     n = len(counts)
     returning = data.draw(st.sets(st.integers(0, n - 1), max_size=3))

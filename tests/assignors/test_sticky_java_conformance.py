@@ -170,7 +170,7 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
             problems.append((k, "less balanced", ours_counts, java_counts))
         # Moving more is only allowed when it buys a strictly better balance or, rack-aware, strictly
         # better locality: at most two moves per partition brought onto a replica rack beyond Java's
-        # (the rate kassign's rack refinement trades at, sticky_refine.py). At equal balance kassign
+        # (the rate kassign's rack refinement trades at, sticky/refine.py). At equal balance kassign
         # never leaves more partitions off their replicas' racks than Java.
         if sum(c * c for c in ours_counts) == sum(c * c for c in java_counts):
             extra = moves(owners, ours) - moves(owners, java)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kassign import Subscription, TopicPartition
 from kassign.assignors import StickyAssignor
-from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
+from kassign.assignors.sticky.user_data_reader import StickyUserDataReader
 from kassign.protocol import ProtocolError, decode_sticky_user_data, encode_sticky_user_data
 
 TP = TopicPartition

@@ -21,7 +21,7 @@ from itertools import chain, compress, repeat
 from operator import itemgetter
 
 from kassign.assignors.rack_info import RackInfo
-from kassign.assignors.sticky_ownership import ZERO_TO_ONE, Ownership
+from kassign.assignors.sticky.ownership import ZERO_TO_ONE, Ownership
 from kassign.model import TopicPartition
 
 __all__ = ["constrained_assign", "topic_partitions", "unowned_partitions"]

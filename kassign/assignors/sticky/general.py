@@ -25,8 +25,8 @@ from itertools import chain, compress, repeat
 from operator import add, itemgetter, not_, sub
 
 from kassign.assignors.rack_info import RackInfo
-from kassign.assignors.sticky_constrained import topic_partitions, unowned_partitions
-from kassign.assignors.sticky_ownership import Ownership
+from kassign.assignors.sticky.constrained import topic_partitions, unowned_partitions
+from kassign.assignors.sticky.ownership import Ownership
 from kassign.model import TopicPartition
 
 __all__ = ["general_assign"]

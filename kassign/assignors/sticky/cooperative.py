@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Mapping
 
-from kassign.assignors.sticky import DEFAULT_GENERATION, AbstractStickyAssignor
+from kassign.assignors.sticky.assignor import DEFAULT_GENERATION, AbstractStickyAssignor
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import (
     ProtocolError,

@@ -2,12 +2,12 @@
 
 A sticky assignment is as balanced as possible and, within that, moves as few previously owned
 partitions as possible. Members that all subscribe to the same topics take the quota-based path
-(:mod:`~kassign.assignors.sticky_constrained`); otherwise the general path
-(:mod:`~kassign.assignors.sticky_general`) balances so that no partition could move to a subscribed
+(:mod:`~kassign.assignors.sticky.constrained`); otherwise the general path
+(:mod:`~kassign.assignors.sticky.general`) balances so that no partition could move to a subscribed
 member with two or more fewer partitions. Previous ownership is resolved by generation first
-(:mod:`~kassign.assignors.sticky_ownership`); rack-aware when members and partitions carry racks, and
+(:mod:`~kassign.assignors.sticky.ownership`); rack-aware when members and partitions carry racks, and
 then partitions are traded between members at unchanged counts where that brings them onto their
-replicas' racks (:mod:`~kassign.assignors.sticky_refine`).
+replicas' racks (:mod:`~kassign.assignors.sticky.refine`).
 
 Where Java iterates hash maps, members are taken in member-id order and topics in name order, so the
 same input always gives the same assignment.
@@ -21,11 +21,11 @@ from collections.abc import Collection, Iterable, Mapping
 
 from kassign.assignors.base import PartitionAssignor
 from kassign.assignors.rack_info import RackInfo
-from kassign.assignors.sticky_constrained import constrained_assign
-from kassign.assignors.sticky_general import general_assign
-from kassign.assignors.sticky_ownership import Ownership, resolve_ownership
-from kassign.assignors.sticky_refine import refine_locality
-from kassign.assignors.sticky_user_data_reader import StickyUserDataReader
+from kassign.assignors.sticky.constrained import constrained_assign
+from kassign.assignors.sticky.general import general_assign
+from kassign.assignors.sticky.ownership import Ownership, resolve_ownership
+from kassign.assignors.sticky.refine import refine_locality
+from kassign.assignors.sticky.user_data_reader import StickyUserDataReader
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import ProtocolError, encode_sticky_user_data
 
@@ -103,7 +103,7 @@ def _refine(lists: list[list[TopicPartition]], moving: dict[TopicPartition, int]
             member_topics: list[frozenset[str]], ownership: Ownership, owner: dict[TopicPartition, int],
             racks: RackInfo) -> None:
     """Rack-aware: trade partitions between members at unchanged counts where that brings partitions onto
-    their replicas' racks (:mod:`~kassign.assignors.sticky_refine`), and keep ``moving`` up to date."""
+    their replicas' racks (:mod:`~kassign.assignors.sticky.refine`), and keep ``moving`` up to date."""
     subscribers: dict[str, list[int]] = {t: [] for t in topics}
     for i, subscribed in enumerate(member_topics):
         for t in subscribed:
