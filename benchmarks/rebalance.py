@@ -63,8 +63,8 @@ from kassign.broker import open_broker  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
-from kassign.events import Event  # noqa: E402
-from kassign.metrics import (  # noqa: E402
+from kassign.timeline.events import Event  # noqa: E402
+from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
     count_generations,
     delivery_counts,
@@ -281,7 +281,7 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
 
 def _record(path: Path, events: Sequence[Event], group: GroupDriver, spec: Mode, timing: GroupTiming,
             meta: dict[str, Any]) -> None:
-    from kassign.events import write_events
+    from kassign.timeline.events import write_events
 
     path.mkdir(parents=True, exist_ok=True)
     # Positions reports are left out: the callbacks and processed ranges are what replays need.

@@ -50,7 +50,7 @@ from integration.timeline_checks import (
     processed_offsets,
 )
 from integration.topics import create_topic
-from kassign.events import Event, write_events
+from kassign.timeline.events import Event, write_events
 from kassign.model import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 at a steady rate, and record one rebalance timeline from every member's own callbacks.
 
 Every member is a subprocess (``integration/members/*`` or ``java/JavaMember.java``) printing
-``kassign.events`` JSON lines on stdout, so the three kinds behave alike: closing a member's stdin
+``kassign.timeline.events`` JSON lines on stdout, so the three kinds behave alike: closing a member's stdin
 closes its consumer cleanly (LeaveGroup); :meth:`GroupDriver.crash_member` SIGKILLs it (no
 LeaveGroup, the broker notices only when the session times out).
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from integration.timeline_checks import current_assignment, is_settled, missing_records
-from kassign.events import Event, write_events
+from kassign.timeline.events import Event, write_events
 from kassign.model import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Checks over a group's rebalance timeline (``kassign.events`` schema), as recorded by the group driver.
+"""Checks over a group's rebalance timeline (``kassign.timeline.events`` schema), as recorded by the group driver.
 
 Ownership follows the shared recordings' definition: a member owns a partition from the start of
 the ``cb_assigned`` callback that gave it until the start of the ``cb_revoked``/``cb_lost`` callback
@@ -17,8 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kassign.events import DEFAULT_TOPIC, Event
-from kassign.metrics import processed_ranges
+from kassign.timeline.events import DEFAULT_TOPIC, Event
+from kassign.timeline.metrics import processed_ranges
 from kassign.model import TopicPartition
 
 __all__ = [

@@ -29,7 +29,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * One Java consumer-group member for kassign's group driver (integration/driver.py).
  *
  * Prints its rebalance callbacks, positions and processed offset ranges as JSON lines on stdout in
- * kassign's timeline schema (kassign/events.py). Partitions are written as "topic:partition".
+ * kassign's timeline schema (kassign/timeline/events.py). Partitions are written as "topic:partition".
  * Closing stdin closes the consumer cleanly (LeaveGroup); killing the process is a crash.
  *
  * Usage: JavaMember --bootstrap B --group G --topics T1[,T2] --id M --strategy S[,S2]

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
 
 PUBLIC_MODULES = ("kassign", "kassign.protocol", "kassign.assignors", "kassign.adapters.aiokafka", "kassign.placement",
-                  "kassign.broker", "kassign.sim", "kassign.telemetry", "kassign.demo", "kassign.metrics",
-                  "kassign.events")
+                  "kassign.broker", "kassign.sim", "kassign.telemetry", "kassign.demo", "kassign.timeline.metrics",
+                  "kassign.timeline.events")
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.rebalance import MODES, PROFILES, SCENARIOS, RunResult, format_table, measure
-from kassign.events import Event
+from kassign.timeline.events import Event
 from kassign.model import TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from kassign.cli_errors import EXIT_RUNTIME, CLIError, handles_errors
 from kassign.cli_options import ArgumentParser
-from kassign.events import write_events
+from kassign.timeline.events import write_events
 
 
 __all__ = ["main", "build_parser"]
@@ -118,7 +118,7 @@ def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
     path.write_text(json.dumps(summary_json(results), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     written.append(path)
     if plot:
-        from kassign.timeline_plot import TimelinePanel, render_timelines
+        from kassign.timeline.plot import TimelinePanel, render_timelines
 
         panels = [TimelinePanel(r.events, title=f"{r.title}: {r.group_id}", marks=r.marks) for r in results]
         written.append(Path(render_timelines(panels, out_dir / "timeline.png")))

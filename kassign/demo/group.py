@@ -1,5 +1,5 @@
 """A live consumer group inside one asyncio loop: a steady keyed producer, aiokafka members that
-start and stop on command, and the group's rebalance timeline (:mod:`kassign.events`).
+start and stop on command, and the group's rebalance timeline (:mod:`kassign.timeline.events`).
 
 Every member records its own rebalance callbacks, commits what it processed before giving a
 partition up, and reports every record it processed to a shared :class:`RecordLedger`, so the
@@ -22,7 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from kassign.adapters.aiokafka.commits import SerialCommitter
-from kassign.events import Event
+from kassign.timeline.events import Event
 from kassign.model import TopicPartition
 
 log = logging.getLogger(__name__)

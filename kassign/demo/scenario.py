@@ -19,7 +19,7 @@ from typing import TextIO
 
 from kassign.demo.group import ConsumerFactory, DemoGroup, GroupTiming, KeyedStream, RecordLedger, create_topic
 from kassign.demo.view import LiveView
-from kassign.events import Event
+from kassign.timeline.events import Event
 
 
 log = logging.getLogger(__name__)

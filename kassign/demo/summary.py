@@ -1,4 +1,4 @@
-"""The demo's summary: rebalance metrics (:mod:`kassign.metrics`) of each run's steps, grouped as
+"""The demo's summary: rebalance metrics (:mod:`kassign.timeline.metrics`) of each run's steps, grouped as
 scale-out, scale-in and rolling restart, with the records lost and processed twice."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kassign.demo.scenario import RunResult
-from kassign.metrics import PhaseMetrics, timeline_metrics
+from kassign.timeline.metrics import PhaseMetrics, timeline_metrics
 
 __all__ = ["StepSummary", "summarize", "format_table", "summary_json"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kassign.events import read_events
-from kassign.metrics import PhaseMetrics, recording_phases, timeline_metrics
+from kassign.timeline.events import read_events
+from kassign.timeline.metrics import PhaseMetrics, recording_phases, timeline_metrics
 from kassign.sim.config import SimConfig
 from kassign.sim.scenarios import ScaleIn, ScaleOut, Scenario
 from kassign.sim.simulator import SimResult, simulate

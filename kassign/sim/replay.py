@@ -1,6 +1,6 @@
 """Replay a recorded consumer group through the simulator under another assignor or protocol.
 
-A *recording* is any timeline in the :mod:`kassign.events` schema: one telemetry file, several
+A *recording* is any timeline in the :mod:`kassign.timeline.events` schema: one telemetry file, several
 members' files of one group (merged by time), or a recorded run directory of
 ``data/rebalance-timelines`` (``events.jsonl.gz``, with or without ``meta.json``).
 
@@ -17,7 +17,7 @@ From the recording alone the replay infers the group's membership timeline:
 
 It then builds a :class:`~kassign.sim.scenarios.Scenario` whose steps fire at the recorded times,
 simulates it with the chosen assignor/protocol on the recorded broker model and timeouts (from
-``meta.json`` when present, else given), and computes the same metrics (:mod:`kassign.metrics`)
+``meta.json`` when present, else given), and computes the same metrics (:mod:`kassign.timeline.metrics`)
 for each membership change on both timelines.
 """
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
-from kassign.metrics import PhaseMetrics, ownership_intervals, recording_phases, timeline_metrics
+from kassign.timeline.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
+from kassign.timeline.metrics import PhaseMetrics, ownership_intervals, recording_phases, timeline_metrics
 from kassign.sim.config import SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate

@@ -2,8 +2,8 @@
 
 :func:`simulate` is the entry point: it builds the members (each with its own instance of one of
 kassign's real assignors), the coordinator, plays the scenario's steps, stops once the group is
-quiet again, and returns the events (the :mod:`kassign.events` schema) with the metrics of every
-phase (:mod:`kassign.metrics`). Runs are deterministic: the scenario's seed drives all jitter.
+quiet again, and returns the events (the :mod:`kassign.timeline.events` schema) with the metrics of every
+phase (:mod:`kassign.timeline.metrics`). Runs are deterministic: the scenario's seed drives all jitter.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kassign.events import Event, write_events
-from kassign.metrics import PhaseMetrics, timeline_metrics
+from kassign.timeline.events import Event, write_events
+from kassign.timeline.metrics import PhaseMetrics, timeline_metrics
 from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim.config import SimConfig
 from kassign.sim.coordinator import KafkaCoordinator, TansuCoordinator

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kassign.events import Event, merge_events, read_events
-from kassign.metrics import PhaseMetrics, detect_phases, recording_phases, timeline_metrics
+from kassign.timeline.events import Event, merge_events, read_events
+from kassign.timeline.metrics import PhaseMetrics, detect_phases, recording_phases, timeline_metrics
 from kassign.sim import SimConfig, SimulationError, make_scenario, simulate
 
 __all__ = ["METRIC_FIELDS", "LABEL_FIELDS", "run_spec", "measure_group", "group_sources", "phase_kind"]
 
-#: Metric columns of a phase row, in order (see :mod:`kassign.metrics`).
+#: Metric columns of a phase row, in order (see :mod:`kassign.timeline.metrics`).
 METRIC_FIELDS = ("settle_s", "window_s", "unowned_ps", "double_owned_ps", "moved", "unowned_parts", "kept",
                  "gap_kept_s", "rounds", "balance", "revoke_callbacks", "assign_callbacks")
 FLOAT_METRICS = frozenset({"settle_s", "window_s", "unowned_ps", "double_owned_ps", "gap_kept_s"})

@@ -1,7 +1,7 @@
 """Rebalance telemetry for production consumers.
 
 A :class:`RebalanceRecorder` attaches to an aiokafka or confluent-kafka consumer with one line,
-writes its rebalance timeline in the ``kassign.events`` JSON-lines schema (to a size-rotated file
+writes its rebalance timeline in the ``kassign.timeline.events`` JSON-lines schema (to a size-rotated file
 or any callable, through a bounded queue and a background thread) and keeps Java's
 ``consumer-coordinator-metrics`` rebalance metrics, readable as a plain dict and exportable to
 Prometheus (:mod:`kassign.telemetry.prometheus`) or OpenTelemetry (:mod:`kassign.telemetry.otel`).

@@ -35,7 +35,7 @@ import logging
 import math
 from collections.abc import Iterable
 
-from kassign.events import Event
+from kassign.timeline.events import Event
 from kassign.telemetry.stats import Avg, CumulativeCount, CumulativeSum, Max, MetricConfig, Rate
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The rebalance recorder: one per consumer, fed by its rebalance callbacks, writing timeline events.
 
 Every event goes two ways: synchronously into the member's :class:`CoordinatorMetrics` (a few
-arithmetic operations under a lock) and, as a JSON object in the ``kassign.events`` schema, into a
+arithmetic operations under a lock) and, as a JSON object in the ``kassign.timeline.events`` schema, into a
 bounded queue that a background thread drains into the sink. The consumer's thread never waits
 for the sink and never sees its errors.
 
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kassign.events import MAX_EVENT_TIME, Event
+from kassign.timeline.events import MAX_EVENT_TIME, Event
 from kassign.model import TopicPartition
 from kassign.telemetry.coordinator_metrics import PROTOCOLS, CoordinatorMetrics
 from kassign.telemetry.jsonsafe import to_jsonable

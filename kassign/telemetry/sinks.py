@@ -1,6 +1,6 @@
 """Where recorded events go: a size-rotated JSON-lines file, or any callable.
 
-A sink is a callable taking one event's JSON object (a dict in the ``kassign.events`` schema) and
+A sink is a callable taking one event's JSON object (a dict in the ``kassign.timeline.events`` schema) and
 optionally having ``flush()`` and ``close()``. Sinks run on the recorder's writer thread only.
 """
 

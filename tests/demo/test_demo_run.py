@@ -15,7 +15,7 @@ pytest.importorskip("matplotlib")
 
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.demo import main  # noqa: E402
-from kassign.events import read_events  # noqa: E402
+from kassign.timeline.events import read_events  # noqa: E402
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(240)]
 

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kassign.events import Event  # noqa: E402
+from kassign.timeline.events import Event  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
-from kassign.timeline_plot import TimelinePanel, main, rebalance_times, render_timelines  # noqa: E402
+from kassign.timeline.plot import TimelinePanel, main, rebalance_times, render_timelines  # noqa: E402
 
 
 def _tp(p: int) -> TopicPartition:
@@ -62,7 +62,7 @@ def test_render_needs_a_panel(tmp_path):
 
 
 def test_command_line_reads_jsonl(tmp_path):
-    from kassign.events import write_events
+    from kassign.timeline.events import write_events
 
     src = tmp_path / "events.jsonl"
     write_events(src, _eager_scale_out(), single_topic="t")

@@ -20,7 +20,7 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, FencedInstanceIdError  # noqa: E402
-from kassign.metrics import phase_metrics  # noqa: E402
+from kassign.timeline.metrics import phase_metrics  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(600)]
 

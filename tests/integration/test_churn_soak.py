@@ -27,7 +27,7 @@ from integration.churn import (
     settle_problems,
     unowned_partition_seconds,
 )
-from kassign.events import Event
+from kassign.timeline.events import Event
 from kassign.model import TopicPartition
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)

@@ -18,7 +18,7 @@ from integration.timeline_checks import (
     ownership_intervals,
     owners_at,
 )
-from kassign.events import Event
+from kassign.timeline.events import Event
 from kassign.model import TopicPartition
 
 T = "orders"

@@ -1,4 +1,4 @@
-"""The metrics the eager/cooperative comparison (benchmarks/rebalance.py) adds to kassign.metrics,
+"""The metrics the eager/cooperative comparison (benchmarks/rebalance.py) adds to kassign.timeline.metrics,
 on hand-made timelines whose answers are worked out by hand below."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from kassign.events import Event
-from kassign.metrics import (
+from kassign.timeline.events import Event
+from kassign.timeline.metrics import (
     GONE_EVENTS,
     count_generations,
     delivery_counts,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kassign.events import Event, write_events
+from kassign.timeline.events import Event, write_events
 from kassign.model import TopicPartition
 from kassign.sim import Crash, ScaleIn, ScaleOut
 from kassign.sim.cli import main as simulate_main

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kassign.metrics import timeline_metrics
+from kassign.timeline.metrics import timeline_metrics
 from kassign.sim import ScaleOut, Scenario, SimConfig, simulate
 
 pytest.importorskip("confluent_kafka", reason="the confluent extra is not installed")

@@ -1,4 +1,4 @@
-"""kassign.metrics: the recorder's metrics reproduced from the recordings in data/rebalance-timelines, and the
+"""kassign.timeline.metrics: the recorder's metrics reproduced from the recordings in data/rebalance-timelines, and the
 definitions checked on small hand-made timelines."""
 
 from __future__ import annotations
@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kassign.events import Event, read_events
-from kassign.metrics import count_rounds, ownership_intervals, phase_metrics, recording_phases, timeline_metrics
+from kassign.timeline.events import Event, read_events
+from kassign.timeline.metrics import (
+    count_rounds,
+    ownership_intervals,
+    phase_metrics,
+    recording_phases,
+    timeline_metrics,
+)
 from kassign.model import TopicPartition
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"

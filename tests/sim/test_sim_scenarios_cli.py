@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kassign.cli import main as kassign_main
-from kassign.events import read_events
+from kassign.timeline.events import read_events
 from kassign.sim import SCENARIO_KINDS, Crash, ScaleIn, ScaleOut, Scenario, make_scenario, random_scenario
 from kassign.sim.cli import main as simulate_main
 

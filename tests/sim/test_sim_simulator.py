@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from kassign.events import read_events
-from kassign.metrics import timeline_metrics
+from kassign.timeline.events import read_events
+from kassign.timeline.metrics import timeline_metrics
 from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim import (
     SCENARIO_KINDS,

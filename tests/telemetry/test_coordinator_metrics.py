@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kassign.events import Event, read_events
+from kassign.timeline.events import Event, read_events
 from kassign.model import TopicPartition
 from kassign.telemetry import METRIC_NAMES, CoordinatorMetrics, metrics_from_events
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kassign.events import read_events
+from kassign.timeline.events import read_events
 from kassign.telemetry import METRIC_NAMES, MetricConfig, RebalanceRecorder, metrics_from_events
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(150)]

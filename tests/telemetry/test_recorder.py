@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kassign.events import read_events
+from kassign.timeline.events import read_events
 from kassign.model import TopicPartition
 from kassign.telemetry import RebalanceRecorder, RotatingFileSink, metrics_from_events
 

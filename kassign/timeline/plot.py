@@ -1,4 +1,4 @@
-"""Render rebalance timelines (:mod:`kassign.events`) as a PNG: one row per partition, time across,
+"""Render rebalance timelines (:mod:`kassign.timeline.events`) as a PNG: one row per partition, time across,
 each partition's bar coloured by the member that owned it, blank where it had no owner.
 
 Rebalance rounds (the first ``sync`` of each generation, or else each burst of assign callbacks)
@@ -6,7 +6,7 @@ are thin dotted lines; labelled marks (a scale-out, a restart...) are solid line
 on top. Several timelines can share one figure as stacked panels (the demo's eager and
 cooperative runs). matplotlib (Agg backend) is imported only when rendering.
 
-Command line: ``python -m kassign.timeline_plot events.jsonl [more.jsonl ...] -o timeline.png``.
+Command line: ``python -m kassign.timeline.plot events.jsonl [more.jsonl ...] -o timeline.png``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kassign.events import Event, read_events
-from kassign.metrics import ROUND_GAP_S, ownership_intervals
+from kassign.timeline.events import Event, read_events
+from kassign.timeline.metrics import ROUND_GAP_S, ownership_intervals
 from kassign.model import TopicPartition
 
 __all__ = ["TimelinePanel", "rebalance_times", "render_timelines", "main"]
@@ -131,8 +131,8 @@ def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kassign.timeline_plot FILE... -o OUT.png``: one panel per timeline file."""
-    ap = argparse.ArgumentParser(prog="python -m kassign.timeline_plot", description=__doc__.splitlines()[0])
+    """``python -m kassign.timeline.plot FILE... -o OUT.png``: one panel per timeline file."""
+    ap = argparse.ArgumentParser(prog="python -m kassign.timeline.plot", description=__doc__.splitlines()[0])
     ap.add_argument("timelines", nargs="+", help="JSON-lines timeline files (.gz read transparently)")
     ap.add_argument("-o", "--out", default="timeline.png", help="PNG to write (default %(default)s)")
     args = ap.parse_args(argv)

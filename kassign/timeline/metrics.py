@@ -1,4 +1,4 @@
-"""Rebalance metrics computed from a timeline of events (:mod:`kassign.events`).
+"""Rebalance metrics computed from a timeline of events (:mod:`kassign.timeline.events`).
 
 One set of definitions serves simulated timelines, recorded real groups and telemetry, and they
 match the recorder of ``data/rebalance-timelines`` (see its README):
@@ -28,7 +28,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from kassign.events import DEFAULT_TOPIC, Event, partition_of
+from kassign.timeline.events import DEFAULT_TOPIC, Event, partition_of
 from kassign.model import TopicPartition
 
 __all__ = [
