@@ -1,0 +1,48 @@
+"""Random churn on a live consumer group (issue 9), by concern: a seeded generator of churn
+sequences (:mod:`.generator`), a runner that plays one against a real broker under steady keyed
+load (:mod:`.runner`), and the judge of the recorded timeline (:mod:`.judge`).
+
+Replay one sequence: ``python -m benchmarks.churn_soak --seed N [--profile small]``.
+"""
+
+from integration.churn.generator import (
+    ACTIONS,
+    PROFILES,
+    SUBSCRIPTIONS,
+    ChurnProfile,
+    ChurnSequence,
+    ChurnStep,
+    MemberSpec,
+    generate_sequence,
+)
+from integration.churn.judge import (
+    ChurnFailure,
+    ChurnResult,
+    analyse,
+    check,
+    churn_problems,
+    excused_partitions,
+    settle_problems,
+    unowned_partition_seconds,
+)
+from integration.churn.runner import run_sequence
+
+__all__ = [
+    "ACTIONS",
+    "SUBSCRIPTIONS",
+    "ChurnProfile",
+    "PROFILES",
+    "MemberSpec",
+    "ChurnStep",
+    "ChurnSequence",
+    "generate_sequence",
+    "ChurnResult",
+    "ChurnFailure",
+    "run_sequence",
+    "analyse",
+    "check",
+    "churn_problems",
+    "settle_problems",
+    "excused_partitions",
+    "unowned_partition_seconds",
+]
