@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
+
+from kassign.adapters.aiokafka.live_group import ownership_settled, wait_stable
 
 
 async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, timeout: float = 40.0,
@@ -15,15 +15,12 @@ async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, time
 
     Raises AssertionError with the last assignments when it does not happen within ``timeout`` seconds.
     """
-    deadline, since = time.monotonic() + timeout, None
     owned: list[set] = []
-    while time.monotonic() < deadline:
-        owned = [set(c.assignment()) for c in consumers]
-        if set().union(*owned) == partitions and sum(map(len, owned)) == len(partitions) and all(owned):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= stable_for:
-                return owned
-        else:
-            since = None
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"group did not settle within {timeout}s: {[sorted(o) for o in owned]}")
+
+    def settled() -> bool:
+        owned[:] = [set(c.assignment()) for c in consumers]
+        return ownership_settled(owned, partitions)
+
+    if await wait_stable(settled, timeout, stable_for=stable_for, poll=0.1) is None:
+        raise AssertionError(f"group did not settle within {timeout}s: {[sorted(o) for o in owned]}")
+    return owned

@@ -25,10 +25,10 @@ from integration.members.reporting import (
     ProcessedOffsets,
     common_arguments,
     group_debug_wanted,
-    tp_key,
     watch_stdin,
 )
 from kassign.adapters.aiokafka.commits import SerialCommitter
+from kassign.adapters.aiokafka.live_group import consumer_generation, positions
 
 _BUILTIN_ASSIGNORS = {
     "range": "aiokafka.coordinator.assignors.range:RangePartitionAssignor",
@@ -123,8 +123,7 @@ class AiokafkaMember:
         return self.consumer_factory(**config)
 
     def generation(self) -> int:
-        coordinator = getattr(self.consumer, "_coordinator", None)
-        return int(getattr(coordinator, "generation", -1))
+        return consumer_generation(self.consumer)
 
     def commit_offsets(self, only: Iterable[tuple[str, int]] | None = None) -> dict[Any, int]:
         """The next offsets to commit of every processed partition (of ``only``, or all), taken now:
@@ -149,18 +148,7 @@ class AiokafkaMember:
             self.writer.emit("commit_err", error=type(exc).__name__)
 
     async def report_progress(self) -> None:
-        assigned = sorted(self.consumer.assignment())
-
-        async def position(tp: Any) -> int | None:
-            try:
-                return await asyncio.wait_for(self.consumer.position(tp), 0.2)
-            except (asyncio.TimeoutError, KafkaError):
-                return None  # position not known yet right after assignment
-
-        # Asked together: one by one, partitions just assigned would hold the loop 0.2 s each.
-        found = await asyncio.gather(*(position(tp) for tp in assigned))
-        pos = {tp_key(tp.topic, tp.partition): p for tp, p in zip(assigned, found) if p is not None}
-        self.writer.emit("progress", pos=pos)
+        self.writer.emit("progress", pos=await positions(self.consumer, self.consumer.assignment()))
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

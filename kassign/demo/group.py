@@ -22,6 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from kassign.adapters.aiokafka.commits import SerialCommitter
+from kassign.adapters.aiokafka.live_group import consumer_generation, ownership_settled, positions, wait_stable
 from kassign.timeline.events import Event
 from kassign.model import TopicPartition
 
@@ -218,7 +219,7 @@ class DemoMember:
         return self.group.protocol_name
 
     def generation(self) -> int:
-        return int(getattr(getattr(self.consumer, "_coordinator", None), "generation", -1))
+        return consumer_generation(self.consumer)
 
     def _take_offsets(self, only: Iterable[AioTopicPartition] | None) -> dict[AioTopicPartition, int]:
         wanted = set(self.next_offsets) if only is None else set(only) & set(self.next_offsets)
@@ -248,18 +249,7 @@ class DemoMember:
             self.timeline.emit(self.name, "commit_err", error=type(exc).__name__)
 
     async def _progress(self) -> None:
-        owned = sorted(self.owned)
-
-        async def position(tp: AioTopicPartition) -> int | None:
-            try:
-                return await asyncio.wait_for(self.consumer.position(tp), 0.2)
-            except (asyncio.TimeoutError, KafkaError, AssertionError, ValueError):
-                return None  # position unknown right after an assignment, or the partition just moved away
-
-        # Asked together: one by one, partitions just assigned would hold the poll loop 0.2 s each.
-        found = await asyncio.gather(*(position(tp) for tp in owned))
-        pos = {f"{tp.topic}:{tp.partition}": p for tp, p in zip(owned, found) if p is not None}
-        self.timeline.emit(self.name, "progress", pos=pos)
+        self.timeline.emit(self.name, "progress", pos=await positions(self.consumer, self.owned))
 
     async def run(self) -> None:
         g = self.group
@@ -377,36 +367,22 @@ class DemoGroup:
     def is_settled(self) -> bool:
         """Every partition owned by exactly one live member, and every live member owning some
         (when there are at least as many partitions as members)."""
-        live = self.live_members()
-        if not live:
-            return False
-        counts = collections.Counter(tp for name in live for tp in self.members[name].owned)
-        if any(counts.get(tp, 0) != 1 for tp in self.partitions):
-            return False
-        if len(self.partitions) >= len(live) and any(not self.members[name].owned for name in live):
-            return False
-        return True
+        return ownership_settled([self.members[name].owned for name in self.live_members()], self.partitions)
 
     async def wait_settled(self, timeout: float, *, stable_for: float = 1.0) -> float:
         """Wait until :meth:`is_settled` has held for ``stable_for`` seconds; returns when it first
         held (wall clock). Raises TimeoutError (describing the group) or RuntimeError when a member failed."""
-        deadline = time.monotonic() + timeout
-        since: float | None = None
-        since_wall = 0.0
-        while True:
+
+        def settled() -> bool:
             failed = self.failed_members()
             if failed:
                 raise RuntimeError(f"group {self.group_id}: member(s) failed: {failed}")
-            if self.is_settled():
-                if since is None:
-                    since, since_wall = time.monotonic(), time.time()
-                elif time.monotonic() - since >= stable_for:
-                    return since_wall
-            else:
-                since = None
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"group {self.group_id} did not settle within {timeout:.0f}s: {self.describe()}")
-            await asyncio.sleep(0.05)
+            return self.is_settled()
+
+        since = await wait_stable(settled, timeout, stable_for=stable_for)
+        if since is None:
+            raise TimeoutError(f"group {self.group_id} did not settle within {timeout:.0f}s: {self.describe()}")
+        return since
 
     async def wait_drained(self, timeout: float) -> int:
         """Wait (at most ``timeout`` seconds) until every acknowledged record was processed;
