@@ -6,7 +6,7 @@ three changes of a 24-partition group of Java-latency consumers:
 * scale-out 3 -> 6, scale-in 6 -> 3 (the 3 newest close), rolling restart of 6 members;
 
 for four strategies: eager range (aiokafka's default), eager sticky, cooperative-sticky, and
-cooperative-sticky with kassign's fast follow-up (:mod:`kassign.sim.follow_up`); on two brokers:
+cooperative-sticky with kassign's fast follow-up (:mod:`kassign.protocol.follow_up_mark`); on two brokers:
 Apache Kafka (session 10 s, heartbeat 1 s, as the recordings) and Tansu (session 1.5 s, heartbeat
 250 ms). Each cell is the median over seeds; a seed sets the trigger's phase within the heartbeat
 interval. It prints Markdown tables and the fast follow-up / eager ratios::

@@ -47,7 +47,7 @@ class SimConfig:
     by up to that much, drawn from the scenario's seeded random generator.
 
     ``fast_follow_up`` makes members kassign consumers with the fast follow-up
-    (:mod:`kassign.sim.follow_up`): a kassign leader whose cooperative assignor withholds
+    (:mod:`kassign.protocol.follow_up_mark`): a kassign leader whose cooperative assignor withholds
     partitions marks every assignment, and a kassign member that receives the mark rejoins as
     soon as its revocations are done. ``kassign_members`` names the members (``m1``...) that run
     kassign in a mixed group (None: all of them); the others behave as ``client`` says.

@@ -13,7 +13,7 @@ departing member to tell the survivors, so they find out from their next heartbe
 coordinator began the rebalance, on average half a heartbeat interval later. Neither kassign nor
 any other client can shorten that wait except by heartbeating more often.
 
-kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.sim.follow_up`) removes the other
+kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.protocol.follow_up_mark`) removes the other
 heartbeat wait, the one before a cooperative follow-up rebalance: a kassign leader whose assignor
 withholds partitions marks every assignment, and a marked kassign member rejoins right after its
 revocations (at once if it has none), once per marked generation and never for two marked
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
-from kassign.sim.follow_up import mark_follow_up, read_follow_up
+from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
 
 if TYPE_CHECKING:
     from kassign.sim.coordinator import JoinResponse, SyncResponse

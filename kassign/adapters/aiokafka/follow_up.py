@@ -5,7 +5,7 @@ move), a follow-up round is certain. Without help the members that revoked nothi
 only from their next heartbeat. With the fast follow-up on (``CooperativeConsumer``'s default):
 
 * the leader marks every member's assignment user data "follow-up pending, generation N"
-  (:func:`kassign.sim.follow_up.mark_follow_up`: a magic prefix and the generation in front of the
+  (:func:`kassign.protocol.follow_up_mark.mark_follow_up`: a magic prefix and the generation in front of the
   assignor's own user data) — only when its assignor reports partitions transferring ownership;
 * a member that receives the mark rejoins as soon as its own revocations are done (at once when
   it revoked nothing), at most once per marked generation and never for two marked generations
@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 
 from kassign.model import Assignment
 from kassign.protocol import decode_assignment, encode_assignment
-from kassign.sim.follow_up import mark_follow_up, read_follow_up
+from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
 
 log = logging.getLogger(__name__)
 
