@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from integration.timeline_checks import current_assignment, is_settled, missing_records
-from kassign.timeline.events import Event, write_events
 from kassign.model import TopicPartition
+from kassign.timeline.events import Event, write_events
 
 log = logging.getLogger(__name__)
 

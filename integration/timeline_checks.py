@@ -17,9 +17,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kassign.model import TopicPartition
 from kassign.timeline.events import DEFAULT_TOPIC, Event
 from kassign.timeline.metrics import processed_ranges
-from kassign.model import TopicPartition
 
 __all__ = [
     "END_OF_OWNERSHIP",

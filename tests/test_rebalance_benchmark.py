@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.rebalance import MODES, PROFILES, SCENARIOS, RunResult, format_table, measure
-from kassign.timeline.events import Event
 from kassign.model import TopicPartition
+from kassign.timeline.events import Event
 
 ROOT = Path(__file__).resolve().parent.parent
 T = "bench"

@@ -23,8 +23,8 @@ from aiokafka.errors import KafkaError
 
 from kassign.adapters.aiokafka.commits import SerialCommitter
 from kassign.adapters.aiokafka.live_group import consumer_generation, ownership_settled, positions, wait_stable
-from kassign.timeline.events import Event
 from kassign.model import TopicPartition
+from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kassign.timeline.events import read_events
-from kassign.timeline.metrics import PhaseMetrics, recording_phases, timeline_metrics
 from kassign.sim.config import SimConfig
 from kassign.sim.scenarios import ScaleIn, ScaleOut, Scenario
 from kassign.sim.simulator import SimResult, simulate
+from kassign.timeline.events import read_events
+from kassign.timeline.metrics import PhaseMetrics, recording_phases, timeline_metrics
 
 __all__ = ["RecordedRun", "load_runs", "scenario_for", "config_for", "recorded_metrics", "simulated_metrics", "compare",
            "CALIBRATED_METRICS"]

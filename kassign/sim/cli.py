@@ -19,10 +19,10 @@ from typing import Any
 
 from kassign.cli_errors import handles_errors
 from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, ArgumentParser, bounded_int, finite_float
-from kassign.timeline.metrics import PhaseMetrics
 from kassign.sim.config import BROKER_MODELS, CLIENT_PRESETS, MAX_MS, SimConfig
 from kassign.sim.scenarios import SCENARIO_KINDS, make_scenario
 from kassign.sim.simulator import ASSIGNOR_CLASSES, simulate
+from kassign.timeline.metrics import PhaseMetrics
 
 __all__ = ["main"]
 

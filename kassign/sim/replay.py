@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.timeline.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
-from kassign.timeline.metrics import PhaseMetrics, ownership_intervals, recording_phases, timeline_metrics
 from kassign.sim.config import SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate
+from kassign.timeline.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
+from kassign.timeline.metrics import PhaseMetrics, ownership_intervals, recording_phases, timeline_metrics
 
 __all__ = [
     "Recording",

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kassign.timeline.events import Event, write_events
-from kassign.timeline.metrics import PhaseMetrics, timeline_metrics
 from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim.config import SimConfig
 from kassign.sim.coordinator import KafkaCoordinator, TansuCoordinator
@@ -34,6 +32,8 @@ from kassign.sim.scenarios import (
     SubscriptionChange,
     step_kind,
 )
+from kassign.timeline.events import Event, write_events
+from kassign.timeline.metrics import PhaseMetrics, timeline_metrics
 
 __all__ = ["ASSIGNOR_CLASSES", "SimResult", "simulate", "make_assignor_factory"]
 

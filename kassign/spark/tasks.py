@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kassign.sim import SimConfig, SimulationError, make_scenario, simulate
 from kassign.timeline.events import Event, merge_events, read_events
 from kassign.timeline.metrics import PhaseMetrics, detect_phases, recording_phases, timeline_metrics
-from kassign.sim import SimConfig, SimulationError, make_scenario, simulate
 
 __all__ = ["METRIC_FIELDS", "LABEL_FIELDS", "run_spec", "measure_group", "group_sources", "phase_kind"]
 

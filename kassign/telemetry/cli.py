@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from kassign.cli_errors import handles_errors
 from kassign.cli_options import ArgumentParser, bounded_int, finite_float
-from kassign.timeline.events import MAX_EVENT_TIME, merge_events, read_events, timeline_files
 from kassign.telemetry.coordinator_metrics import PROTOCOLS, metrics_from_events
 from kassign.telemetry.stats import MetricConfig
+from kassign.timeline.events import MAX_EVENT_TIME, merge_events, read_events, timeline_files
 
 __all__ = ["main"]
 

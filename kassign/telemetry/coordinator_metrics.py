@@ -35,8 +35,8 @@ import logging
 import math
 from collections.abc import Iterable
 
-from kassign.timeline.events import Event
 from kassign.telemetry.stats import Avg, CumulativeCount, CumulativeSum, Max, MetricConfig, Rate
+from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 

@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kassign.timeline.events import MAX_EVENT_TIME, Event
 from kassign.model import TopicPartition
 from kassign.telemetry.coordinator_metrics import PROTOCOLS, CoordinatorMetrics
 from kassign.telemetry.jsonsafe import to_jsonable
 from kassign.telemetry.sinks import RotatingFileSink, Sink
 from kassign.telemetry.stats import MetricConfig
 from kassign.telemetry.writer import BackgroundWriter
+from kassign.timeline.events import MAX_EVENT_TIME, Event
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from kassign.timeline.events import DEFAULT_TOPIC, Event, partition_of
 from kassign.model import TopicPartition
+from kassign.timeline.events import DEFAULT_TOPIC, Event, partition_of
 
 __all__ = [
     "OwnershipInterval",

@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kassign.model import TopicPartition
 from kassign.timeline.events import Event, read_events
 from kassign.timeline.metrics import ROUND_GAP_S, ownership_intervals
-from kassign.model import TopicPartition
 
 __all__ = ["TimelinePanel", "rebalance_times", "render_timelines", "main"]
 

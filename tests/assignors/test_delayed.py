@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kassign.assignors.sticky.cooperative import CooperativeStickyAssignor
 from kassign.assignors.delayed import DelayedCooperativeStickyAssignor
+from kassign.assignors.sticky.cooperative import CooperativeStickyAssignor
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import ProtocolError, encode_cooperative_user_data
 from kassign.protocol.delay_user_data import (

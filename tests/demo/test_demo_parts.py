@@ -11,8 +11,8 @@ import dataclasses  # noqa: E402
 from kassign.demo.cli import RUN_LABELS, build_parser  # noqa: E402
 from kassign.demo.scenario import DemoPlan, RunResult, _phases  # noqa: E402
 from kassign.demo.summary import format_table, summarize, summary_json  # noqa: E402
-from kassign.timeline.events import Event  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
+from kassign.timeline.events import Event  # noqa: E402
 
 
 def _tp(p: int) -> TopicPartition:

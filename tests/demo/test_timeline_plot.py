@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kassign.timeline.events import Event  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
+from kassign.timeline.events import Event  # noqa: E402
 from kassign.timeline.plot import TimelinePanel, main, rebalance_times, render_timelines  # noqa: E402
 
 

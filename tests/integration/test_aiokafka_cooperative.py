@@ -15,8 +15,8 @@ pytest.importorskip("aiokafka")
 
 from integration.driver import GroupDriver  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
-from kassign.timeline.events import Event, partition_of  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
+from kassign.timeline.events import Event, partition_of  # noqa: E402
 
 COOP = "kassign.adapters.aiokafka:CooperativeStickyAssignor"
 CONSUMER = "kassign.adapters.aiokafka:CooperativeConsumer"

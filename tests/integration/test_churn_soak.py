@@ -27,8 +27,8 @@ from integration.churn import (
     settle_problems,
     unowned_partition_seconds,
 )
-from kassign.timeline.events import Event
 from kassign.model import TopicPartition
+from kassign.timeline.events import Event
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 

@@ -17,8 +17,8 @@ pytest.importorskip("aiokafka")
 
 from integration.driver import GroupDriver  # noqa: E402
 from integration.timeline_checks import assert_exclusive, current_assignment, ownership_intervals  # noqa: E402
-from kassign.timeline.events import Event  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
+from kassign.timeline.events import Event  # noqa: E402
 
 # Member subprocesses import this module by this path (the repository root is on their PYTHONPATH).
 FACTORY = "tests.integration.test_delayed_reassignment:delayed_member"

@@ -18,8 +18,8 @@ from integration.timeline_checks import (
     ownership_intervals,
     owners_at,
 )
-from kassign.timeline.events import Event
 from kassign.model import TopicPartition
+from kassign.timeline.events import Event
 
 T = "orders"
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from kassign.timeline.events import Event, write_events
 from kassign.model import TopicPartition
 from kassign.sim import Crash, ScaleIn, ScaleOut
 from kassign.sim.cli import main as simulate_main
 from kassign.sim.replay import load_recording, membership_changes, plan_replay, replay, replay_config
+from kassign.timeline.events import Event, write_events
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 RANGE_RUN = RECORDINGS / "kafka-java-range-r1"

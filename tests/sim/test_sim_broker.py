@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from kassign.timeline.metrics import timeline_metrics
 from kassign.sim import ScaleOut, Scenario, SimConfig, simulate
+from kassign.timeline.metrics import timeline_metrics
 
 pytest.importorskip("confluent_kafka", reason="the confluent extra is not installed")
 

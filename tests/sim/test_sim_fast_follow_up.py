@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from kassign.sim import Crash, RollingRestart, ScaleIn, ScaleOut, Scenario, SimConfig, simulate
 from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
+from kassign.sim import Crash, RollingRestart, ScaleIn, ScaleOut, Scenario, SimConfig, simulate
 
 #: The recorded groups' Kafka settings (data/rebalance-timelines): session 10 s, heartbeat 1 s.
 KAFKA = SimConfig(assignor="cooperative-sticky", broker="kafka", session_timeout_ms=10000.0,

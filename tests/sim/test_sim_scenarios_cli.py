@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kassign.cli import main as kassign_main
-from kassign.timeline.events import read_events
 from kassign.sim import SCENARIO_KINDS, Crash, ScaleIn, ScaleOut, Scenario, make_scenario, random_scenario
 from kassign.sim.cli import main as simulate_main
+from kassign.timeline.events import read_events
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 

@@ -11,8 +11,6 @@ from dataclasses import replace
 
 import pytest
 
-from kassign.timeline.events import read_events
-from kassign.timeline.metrics import timeline_metrics
 from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim import (
     SCENARIO_KINDS,
@@ -29,6 +27,8 @@ from kassign.sim import (
     random_scenario,
     simulate,
 )
+from kassign.timeline.events import read_events
+from kassign.timeline.metrics import timeline_metrics
 
 #: The recorded groups' Kafka settings: session 10 s, heartbeat 1 s.
 KAFKA = dict(broker="kafka", session_timeout_ms=10000.0, heartbeat_interval_ms=1000.0)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kassign.timeline.events import Event, read_events
 from kassign.model import TopicPartition
 from kassign.telemetry import METRIC_NAMES, CoordinatorMetrics, metrics_from_events
+from kassign.timeline.events import Event, read_events
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 

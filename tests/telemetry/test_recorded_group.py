@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from kassign.timeline.events import read_events
 from kassign.telemetry import METRIC_NAMES, MetricConfig, RebalanceRecorder, metrics_from_events
+from kassign.timeline.events import read_events
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(150)]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kassign.timeline.events import read_events
 from kassign.model import TopicPartition
 from kassign.telemetry import RebalanceRecorder, RotatingFileSink, metrics_from_events
+from kassign.timeline.events import read_events
 
 # Both clients' partition objects expose .topic and .partition; a namedtuple stands in for them.
 TP = namedtuple("TP", "topic partition")
