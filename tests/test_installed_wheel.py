@@ -1,9 +1,11 @@
 """The wheel a user installs, in a fresh virtualenv outside the source tree: it imports every public
-module and runs ``kassign broker start|status|stop`` and ``kassign demo --quick`` on its own (nothing
+module and runs ``kassign broker start|status|stop``, ``kassign demo --quick``, ``kassign simulate``
+and ``kassign assign`` (on the repository's example scenarios) on its own (nothing
 from ``integration/``, ``tests/`` or the checkout is on its path)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,3 +71,13 @@ def test_the_wheel_runs_the_quick_demo(installed):
     res = _run([str(bin_dir / "kassign"), "demo", "--quick", "--out", str(work / "demo")], work, env, timeout=600)
     assert "broker Apache Kafka" in res.stdout, res.stdout[-2000:]
     assert (work / "demo" / "summary.json").exists() and (work / "demo" / "timeline.png").exists()
+
+
+def test_the_wheel_simulates_and_assigns_the_example_scenarios(installed):
+    bin_dir, env, work = installed
+    sim = _run([str(bin_dir / "kassign"), "simulate", "--scenario", "scale_out", "--json"], work, env)
+    assert json.loads(sim.stdout)["settled"] is True, sim.stdout[:500]
+    scenarios = sorted((ROOT / "examples" / "scenarios").glob("*.json"))
+    assert scenarios
+    out = _run([str(bin_dir / "kassign"), "assign", *map(str, scenarios)], work, env)
+    assert all(path.name in out.stdout or path.stem in out.stdout for path in scenarios), out.stdout[:1000]
