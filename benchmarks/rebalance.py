@@ -256,7 +256,7 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
                 # its interpreter or JVM has finished exiting, which is no part of a rebalance).
                 group.request_stop(member)
                 group.wait_for(lambda events: any(e.id == member and e.ev in ("closed", "exit") for e in events),
-                               60, f"{member} closed")
+                               60, f"{member} closed", poll_s=0.005)
                 group.release_member(replacement)
                 group.stop_member(member)
                 group.wait_settled(120, balanced=True)
@@ -269,8 +269,8 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
             log.warning("%s %s: not every record processed: %s", scenario, mode, str(exc).splitlines()[0])
             events = group.events()
         produced = producer.produced()
-        result = measure(scenario, mode, events, steps, end, partitions=group.partitions, produced=produced,
-                         steady_s=steady_s)
+        result = replace(measure(scenario, mode, events, steps, end, partitions=group.partitions, produced=produced,
+                                 steady_s=steady_s), profile=profile, phase=round(phase, 3))
         if record is not None:
             _record(record, events, group, spec, timing, {
                 "scenario": scenario, "mode": mode, "profile": profile, "phase": round(phase, 3), "broker": broker,
@@ -399,7 +399,6 @@ def main(argv: list[str] | None = None) -> int:
                     tqdm.write(f"{profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
                                f"{(str(exc).splitlines() or [''])[0]}")
                     continue
-                result = replace(result, profile=profile, phase=round(phase, 3))
                 cells.setdefault(key, []).append(result)
                 tqdm.write(f"{profile} {scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle "
                            f"{result.settle_s:.2f} s, rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s, "
@@ -427,7 +426,7 @@ def _client_versions() -> dict[str, str]:
 
     from kassign._java import REFERENCE_KAFKA_CLIENTS
 
-    return {"aiokafka": aiokafka.__version__, "confluent-kafka": confluent_kafka.version()[0],
+    return {"aiokafka": aiokafka.__version__, "confluent-kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0], "kafka-clients": REFERENCE_KAFKA_CLIENTS}
 
 

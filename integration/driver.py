@@ -459,8 +459,10 @@ class GroupDriver:
             lines.append(f"  {e.t - t0:7.2f} {e.id} {e.ev}{detail}{' ' + str(extra) if extra else ''}")
         return "\n".join(lines)
 
-    def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float, what: str) -> list[Event]:
-        """Poll the timeline until ``predicate(events)`` holds; raises TimeoutError describing the group."""
+    def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float, what: str, *,
+                 poll_s: float = 0.1) -> list[Event]:
+        """Poll the timeline every ``poll_s`` seconds until ``predicate(events)`` holds; raises
+        TimeoutError describing the group."""
         deadline = time.monotonic() + timeout
         while True:
             events = self.events()
@@ -472,7 +474,7 @@ class GroupDriver:
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{what}: not reached within {timeout:.0f}s\n{self.describe()}\n"
                                    f"last events:\n{self.recent_events()}")
-            time.sleep(0.1)
+            time.sleep(poll_s)
 
     def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True,
                      balanced: bool = False) -> dict[str, list[TopicPartition]]:
