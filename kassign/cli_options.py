@@ -185,14 +185,16 @@ def finite_float(what: str, low: float = 0.0, high: float = math.inf, *,
     return parse
 
 
-def bounded_int(what: str, low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: an integer in [low, high]."""
+def bounded_int(what: str, low: int, high: int, why: str | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high]; ``why`` replaces the default out-of-range message."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{what} {text!r} is not an integer") from None
         if not low <= value <= high:
+            if why is not None:
+                raise argparse.ArgumentTypeError(f"{what} {value}: {why}")
             raise argparse.ArgumentTypeError(f"{what} must be between {low:,} and {high:,}, got {value:,}")
         return value
     return parse

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from kassign.cli_errors import CLIError, handles_errors
-from kassign.cli_options import ArgumentParser
+from kassign.cli_options import ArgumentParser, bounded_int
 
 from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, settings_help
@@ -18,21 +18,8 @@ __all__ = ["main", "build_parser"]
 log = logging.getLogger(__name__)
 
 
-def _bounded_int(what: str, low: int, high: int, why: str):
-    """An argparse type: an int in [low, high], else one line naming the value."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{what} {value}: {why}")
-        return value
-    return parse
-
-
-_port = _bounded_int("port", 1, 65535, "outside 1-65535")
-_brokers = _bounded_int("broker count", 1, 9, "a local cluster has 1 to 9 brokers")
+_port = bounded_int("port", 1, 65535, "outside 1-65535")
+_brokers = bounded_int("broker count", 1, 9, "a local cluster has 1 to 9 brokers")
 
 
 def _racks(text: str) -> tuple[str, ...]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -100,8 +99,8 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) ->
 def _one_line_error(res: subprocess.CompletedProcess, *needles: str) -> None:
     assert res.returncode != 0, res.stdout
     assert "Traceback" not in res.stderr, res.stderr
-    # progress log lines (timestamped) may come first; the error itself is one line
-    errors = [line for line in res.stderr.strip().splitlines() if not re.match(r"\d{4}-\d\d-\d\d ", line)]
+    # progress lines ("kassign: resolving ...") may come first; the error itself is one "kassign broker:" line
+    errors = [line for line in res.stderr.strip().splitlines() if line.startswith("kassign broker:")]
     assert len(errors) == 1, res.stderr
     for needle in needles:
         assert needle in errors[0], errors[0]
