@@ -25,6 +25,7 @@ import collections
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -216,6 +217,7 @@ class GroupDriver:
             raise ValueError("a group needs at least one topic")
         self.timing = timing
         self.java_heap = java_heap
+        self._temporary_log_dir = not log_dir
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{group_id}-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.partitions = sorted(
@@ -529,5 +531,8 @@ class GroupDriver:
     def __enter__(self) -> GroupDriver:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
         self.close()
+        if exc_type is None and self._temporary_log_dir:
+            # A group that ended cleanly leaves nothing behind; a failed one keeps its logs for the report.
+            shutil.rmtree(self.log_dir, ignore_errors=True)
