@@ -322,3 +322,40 @@ def test_commit_rebalance_in_progress_during_a_join_asks_for_no_extra_round():
     assert not member._rejoin_needed_fut.done()
     member, _ = run(_commit_with(27, joining=False))
     assert member._rejoin_needed_fut.done()
+
+
+def test_a_listener_exception_reaches_the_application_once_from_the_next_poll():
+    async def scenario():
+        member, listener = await _member(listener=RaisingRecorder())
+        await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
+        member._coordination_task = create_future()  # aiokafka's part of check_errors: nothing wrong
+        member._error_consumed_fut = None
+        member._pending_exception = None
+        member.check_errors()  # nothing raised yet
+        await member._on_join_complete(2, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
+        with pytest.raises(RuntimeError, match="listener bug"):
+            member.check_errors()
+        member.check_errors()  # raised once only
+        await member._stop_commit_offsets_refresh_task()
+
+    run(scenario())
+
+
+def test_a_slow_listener_is_warned_about(caplog, monkeypatch):
+    import kassign.adapters.aiokafka.coordinator as coordinator
+
+    class SlowRecorder(Recorder):
+        async def on_partitions_assigned(self, assigned):
+            super().on_partitions_assigned(assigned)
+            await asyncio.sleep(0.05)
+
+    monkeypatch.setattr(coordinator, "_SLOW_LISTENER_S", 0.01)
+
+    async def scenario():
+        member, _ = await _member(listener=SlowRecorder())
+        await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
+        await member._stop_commit_offsets_refresh_task()
+
+    with caplog.at_level("WARNING", logger="kassign.adapters.aiokafka.coordinator"):
+        run(scenario())
+    assert any("took" in r.getMessage() and "on_partitions_assigned" in r.getMessage() for r in caplog.records)

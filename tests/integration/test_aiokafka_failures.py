@@ -51,6 +51,7 @@ class Member:
         self.seen: dict[TP, list[int]] = defaultdict(list)
         self.task: asyncio.Task | None = None
         self.commit_failure = commit_failure
+        self.listener_errors: list[str] = []
 
     async def start(self):
         await self.consumer.start()
@@ -61,7 +62,11 @@ class Member:
 
     async def _consume(self):
         while True:
-            batch = await self.consumer.getmany(timeout_ms=100)
+            try:
+                batch = await self.consumer.getmany(timeout_ms=100)
+            except RuntimeError as exc:  # a listener's exception, raised from the next poll as in Java
+                self.listener_errors.append(str(exc))
+                continue
             for tp, records in batch.items():
                 self.seen[tp].extend(r.offset for r in records)
 
@@ -130,11 +135,14 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
 
     async def scenario():
         members = [Member(bootstrap_servers, group_id, topic, listener=lst) for lst in listeners]
-        return await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, members[:2], members[2:])
+        owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, members[:2], members[2:])
+        return owned, members
 
-    owned = asyncio.run(scenario())
+    owned, members = asyncio.run(scenario())
     assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
     assert all(lst.calls > 0 for lst in listeners)
+    # every member's poll raised its listener's exception, and the member went on
+    assert all(any("listener bug" in e for e in m.listener_errors) for m in members), [m.listener_errors for m in members]
 
 
 def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory):

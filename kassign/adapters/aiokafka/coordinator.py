@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -70,6 +71,8 @@ _LEAVE_CONNECTION = "kassign-leave"
 # A commit that fails with a retriable error while revoking is retried this often, then given up
 # (the partition's next owner resumes from the last committed offset: nothing is lost).
 _REVOCATION_COMMIT_ATTEMPTS = 3
+# A listener call longer than this (or than half the rebalance timeout) is warned about.
+_SLOW_LISTENER_S = 5.0
 
 
 def _aio(partitions: Iterable[Any]) -> set[AioTopicPartition]:
@@ -198,6 +201,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         self._fenced = False  # a replaced static member: final
         self._leave_in_flight: asyncio.Future[None] | None = None
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
+        self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
         # Leader: members whose metadata it could not read and emptied in the last completed round (they
         # own nothing now); those of this round, until its SyncGroup succeeds; and whether this round
         # withheld partitions for such members, so that the leader rejoins after it.
@@ -478,15 +482,34 @@ class KassignGroupCoordinator(GroupCoordinator):
                 await self.ensure_coordinator_known()
 
     async def _call_listener(self, method: str, partitions: Iterable[AioTopicPartition]) -> None:
+        """Call the listener; the rebalance goes on whatever it does. As in Java and kafka-python, an
+        exception it raises reaches the application from the next ``getmany()``/``getone()`` (the first
+        one, if several are pending), and a slow call is warned about: the group's round waits for it."""
         listener = self._subscription.listener
         if listener is None:
             return
+        began = time.monotonic()
         try:
             result = getattr(listener, method)(set(partitions))
             if inspect.isawaitable(result):
                 await result
-        except Exception:
+        except Exception as exc:
             log.exception("rebalance listener %r of group %s failed in %s", listener, self.group_id, method)
+            if self._listener_error is None:
+                self._listener_error = exc
+        took = time.monotonic() - began
+        rebalance_timeout_s = getattr(self, "_rebalance_timeout_ms", 0) / 1000
+        if took > _SLOW_LISTENER_S or (rebalance_timeout_s and took > rebalance_timeout_s / 2):
+            log.warning("rebalance listener %r of group %s took %.1f s in %s (the group's rebalance timeout is "
+                        "%.1f s; a listener slower than that makes the member miss the round)", listener,
+                        self.group_id, took, method, rebalance_timeout_s)
+
+    def check_errors(self) -> None:
+        """aiokafka's check (called by ``getmany()``/``getone()``), then a pending listener exception."""
+        super().check_errors()
+        if self._listener_error is not None:
+            exc, self._listener_error = self._listener_error, None
+            raise exc
 
     async def close(self) -> None:
         self._cancel_scheduled_rejoin()
