@@ -23,6 +23,7 @@ class StepSummary:
     moved: int
     rounds: int
     settle_s: float
+    handovers: int = 0
 
 
 def _kind(phase: str) -> str | None:
@@ -43,11 +44,12 @@ def summarize(result: RunResult) -> tuple[list[StepSummary], dict[str, PhaseMetr
         row = rows.setdefault(kind, StepSummary(result.label, kind, 0.0, 0, 0, 0.0))
         row.unowned_ps += m.unowned_ps
         row.moved += m.moved
+        row.handovers += m.handovers
         row.rounds += m.rounds
         row.settle_s += m.settle_s
     total = StepSummary(result.label, "total", sum(r.unowned_ps for r in rows.values()),
                         sum(r.moved for r in rows.values()), sum(r.rounds for r in rows.values()),
-                        sum(r.settle_s for r in rows.values()))
+                        sum(r.settle_s for r in rows.values()), sum(r.handovers for r in rows.values()))
     return [*rows.values(), total], per_phase
 
 
@@ -60,7 +62,7 @@ def format_table(results: Sequence[RunResult]) -> str:
         steps += [step for step in rows if step not in steps and step != "total"]
     steps.append("total")
     width = max([len("run"), *(len(result.title) for result in results)])
-    header = (f"{'step':<16} {'run':<{width}} {'partition-s unowned':>19} {'moved':>6} {'rounds':>6} "
+    header = (f"{'step':<16} {'run':<{width}} {'partition-s unowned':>19} {'handovers':>9} {'rounds':>6} "
               f"{'settle s':>8}")
     lines = [header, "-" * len(header)]
     for step in steps:
@@ -70,8 +72,13 @@ def format_table(results: Sequence[RunResult]) -> str:
             if row is None:
                 continue
             lines.append(f"{step if first else '':<16} {result.title:<{width}} {row.unowned_ps:19.1f} "
-                         f"{row.moved:6d} {row.rounds:6d} {row.settle_s:8.1f}")
+                         f"{row.handovers:9d} {row.rounds:6d} {row.settle_s:8.1f}")
             first = False
+    lines.append("")
+    lines.append("partition-s unowned: seconds each partition had no owner, summed; handovers: times a partition "
+                 "was given to another member than its last owner (a restarted member's partitions handed to "
+                 "others and back count twice); rounds: rebalance generations; settle s: from each step to its "
+                 "last ownership change, summed.")
     lines.append("")
     for i, result in enumerate(results):
         label = "records" if i == 0 else ""
@@ -96,7 +103,8 @@ def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
             "records": {"produced": result.produced, "lost": result.lost, "duplicates": result.duplicates},
             "unsettled": list(result.unsettled),
             "marks": result.marks,
-            "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "rounds": r.rounds,
+            "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "handovers": r.handovers,
+                               "rounds": r.rounds,
                                "settle_s": round(r.settle_s, 3)} for r in rows},
             "phases": {name: {"start": a, "end": b, **per_phase[name].as_dict()}
                        for name, (a, b) in result.phases.items()},

@@ -12,6 +12,9 @@ match the recorder of ``data/rebalance-timelines`` (see its README):
 - ``settle_s``: settle minus the phase's first event; ``window_s``: settle minus first revocation;
 - ``moved``: partitions whose owner at settle differs from their owner when the phase began;
   ``kept`` the others; ``unowned_parts``: partitions that spent any time without owner;
+- ``handovers``: times in the phase a partition was assigned to a member other than its last
+  owner (a partition that goes to another member and comes back counts twice, one handed back to
+  the member that just revoked it not at all): what a timeline picture shows as changes of colour;
 - ``gap_kept_s``: the longest ownership pause of a kept partition (the recorder measured pauses in
   record processing, which the events do not carry; for ownership the two agree on zero vs not);
 - ``rounds``: rebalance rounds in the phase: generations first synced in it, or, for recordings
@@ -85,12 +88,26 @@ class PhaseMetrics:
     revoke_callbacks: int
     assign_callbacks: int
     final: dict[TopicPartition, str] = field(default_factory=dict)
+    handovers: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (``final`` keyed by ``"topic:partition"``)."""
         out = asdict(self)
         out["final"] = {f"{tp.topic}:{tp.partition}": m for tp, m in sorted(self.final.items())}
         return out
+
+
+def _handovers(inside: Sequence[Event], owners_before: Mapping[TopicPartition, Sequence[str]]) -> int:
+    """Assignments, in time order, of a partition to a member other than its last owner."""
+    last = {tp: members[0] for tp, members in owners_before.items() if members}
+    count = 0
+    for e in inside:
+        if e.ev == "cb_assigned" and e.parts:
+            for tp in e.parts:
+                if last.get(tp, e.id) != e.id:
+                    count += 1
+                last[tp] = e.id
+    return count
 
 
 def _sorted_events(events: Iterable[Event]) -> list[Event]:
@@ -233,6 +250,7 @@ def phase_metrics(
         elif before:
             moved += 1
 
+    handovers = _handovers(inside, owners_before)
     alive = _alive_members(timeline, settle)
     counts = {m: 0 for m in alive}
     for member in final.values():
@@ -252,6 +270,7 @@ def phase_metrics(
         revoke_callbacks=sum(1 for e in inside if e.ev in ("cb_revoked", "cb_lost") and e.parts),
         assign_callbacks=sum(1 for e in inside if e.ev == "cb_assigned" and e.parts),
         final=final,
+        handovers=handovers,
     )
 
 

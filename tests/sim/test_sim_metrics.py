@@ -110,3 +110,19 @@ def test_recording_phases_run_from_mark_to_next_mark() -> None:
 def test_a_phase_cannot_end_before_it_starts() -> None:
     with pytest.raises(ValueError, match="before its start"):
         phase_metrics([], 5.0, 1.0)
+
+
+def test_handovers_count_what_a_picture_shows_changing_hands() -> None:
+    """A member restarted under its own name: its partitions go to another member and come back.
+    ``moved`` (owner at the start vs at the settle) is 0; ``handovers`` counts both trips; an eager
+    revoke-and-give-back to the same member is no handover."""
+    events = [
+        ev("m1", 0.0, "cb_assigned", [0, 1]), ev("m2", 0.0, "cb_assigned", [2, 3]),
+        ev("m1", 10.0, "cb_revoked", [0, 1]), ev("m1", 10.1, "closed"),
+        ev("m2", 10.5, "cb_revoked", [2, 3]), ev("m2", 10.6, "cb_assigned", [0, 1, 2, 3]),
+        ev("m1", 11.0, "subscribed"),
+        ev("m2", 11.5, "cb_revoked", [0, 1]), ev("m1", 11.8, "cb_assigned", [0, 1]),
+    ]
+    m = phase_metrics(events, 10.0)
+    assert (m.moved, m.kept) == (0, 4)
+    assert m.handovers == 4  # 0 and 1 to m2 and back to m1; 2 and 3 given back to m2 itself
