@@ -157,6 +157,7 @@ async def run_protocol(
             await view_task
         await stream.stop()
         await group.close()
+    view.step = "done"
     view.draw(force=True)
     return RunResult(
         label=label,

@@ -51,6 +51,10 @@ class LiveView:
 
     def group_state(self) -> str:
         """``settled``, or ``rebalancing`` with how many partitions have no owner and the generation."""
+        if self.step == "closing members":
+            return "closing: the members leave the group"  # partitions without owner are expected now
+        if self.step == "done":
+            return "done: every member has left"
         live = self.group.live_members()
         if self.group.is_settled():
             return "settled"
@@ -62,7 +66,7 @@ class LiveView:
         g = self.group
         elapsed = time.monotonic() - self._start
         state = self.group_state()
-        colour = _GREEN if state == "settled" else _RED
+        colour = _RED if state.startswith("rebalancing") else _GREEN
         lines = [
             f"{_BOLD}kassign demo{_RESET}  {self.title}  {_DIM}t={elapsed:5.1f}s  group {g.group_id}{_RESET}",
             f"step: {_BOLD}{self.step}{_RESET}",
@@ -79,7 +83,8 @@ class LiveView:
             listed = " ".join(str(p) for p in sorted(owned))
             lines.append(f"{name:<8} {self._rates.get(name, 0.0):9.0f}  {cells}  {listed}")
         unowned = " ".join(str(tp.partition) for tp in g.unowned())
-        lines.append(f"{'(none)':<8} {'':>9}  {_RED}{unowned}{_RESET}" if unowned else "")
+        if unowned and self.step not in ("closing members", "done"):
+            lines.append(f"{'(none)':<8} {'':>9}  {_RED}{unowned}{_RESET}")
         return "\n".join(lines)
 
     def _line(self, force: bool) -> str | None:

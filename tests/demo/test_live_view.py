@@ -54,3 +54,15 @@ def test_progress_lines_only_when_something_changes():
     view.draw()
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "settled" in lines[1] and "\x1b" not in lines[1]
+
+
+def test_the_last_frames_say_the_members_are_leaving_not_that_partitions_lack_an_owner():
+    group = _group()  # partition 3 has no owner, as while members close
+    out = io.StringIO()
+    view = LiveView("coop", group, KeyedStream("127.0.0.1:1", "t", group.ledger, rate=10), out, tty=True)
+    for step, expected in (("closing members", "closing: the members leave the group"),
+                           ("done", "done: every member has left")):
+        view.step = step
+        view.draw()
+        frame = out.getvalue().rsplit("\x1b[H", 1)[-1]
+        assert expected in frame and "without owner" not in frame and "(none)" not in frame
