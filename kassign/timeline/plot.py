@@ -95,7 +95,11 @@ def _draw_panel(ax, panel: TimelinePanel, colours: Mapping[str, str]) -> None:
     ax.set_ylim(-0.6, len(partitions) - 0.4)
     ax.set_xlim(0, max(t_end - t0, 1e-3))
     ax.set_ylabel("partition")
-    ax.set_title(panel.title, loc="left", fontsize=10, pad=34 if panel.marks else 6, fontweight="bold")
+    # The title sits above the tallest mark label: a label of n characters at fontsize 7 rotated 30
+    # degrees rises about 2 points per character plus its own height.
+    longest = max((len(name) for name in panel.marks), default=0)
+    ax.set_title(panel.title, loc="left", fontsize=10, pad=(12 + 2.1 * longest) if panel.marks else 6,
+                 fontweight="bold")
 
 
 def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[str], *, dpi: int = 110) -> str:
@@ -103,6 +107,18 @@ def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[st
 
     Raises ValueError when there is no panel.
     """
+    from matplotlib import pyplot as plt
+
+    fig = build_figure(panels)
+    try:
+        fig.savefig(path, dpi=dpi)
+    finally:
+        plt.close(fig)
+    return str(path)
+
+
+def build_figure(panels: Sequence[TimelinePanel]):  # -> matplotlib.figure.Figure (matplotlib is optional)
+    """The laid-out figure of :func:`render_timelines`; the caller closes it (``pyplot.close``)."""
     if not panels:
         raise ValueError("render_timelines needs at least one panel")
     import matplotlib
@@ -124,10 +140,10 @@ def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[st
             fig.legend(handles=handles, loc="upper right", ncol=min(len(handles), 10), fontsize=7, title="owner",
                        title_fontsize=7, frameon=False)
         fig.tight_layout(rect=(0, 0, 1, 0.95))
-        fig.savefig(path, dpi=dpi)
-    finally:
+    except BaseException:
         plt.close(fig)
-    return str(path)
+        raise
+    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,3 +69,21 @@ def test_command_line_reads_jsonl(tmp_path):
     out = tmp_path / "cli.png"
     assert main([str(src), "-o", str(out)]) == 0
     assert _png_size(out)[0] > 0
+
+
+def test_mark_labels_never_overlap_the_panel_titles():
+    from matplotlib import pyplot as plt
+
+    from kassign.timeline.plot import build_figure
+
+    marks = {"start 3 members": 10.0, "scale out 3\u21926": 10.5, "restart m1": 14.0}
+    fig = build_figure([TimelinePanel(_eager_scale_out(), "cooperative-sticky (plain KIP-429)", marks),
+                        TimelinePanel(_eager_scale_out(), "kassign default (+ fast follow-up)", marks)])
+    try:
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            title = ax.title.get_window_extent(renderer)
+            labels = [t.get_window_extent(renderer) for t in ax.texts]
+            assert labels and not any(title.overlaps(label) for label in labels), ax.title.get_text()
+    finally:
+        plt.close(fig)
