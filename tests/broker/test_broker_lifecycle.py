@@ -72,7 +72,13 @@ def test_the_broker_stops_when_its_owner_dies(kind, how):
         new_dirs = _workdirs() - before
         assert new_dirs, "the broker's work directory should exist while it runs"
         owner.send_signal(how)
-        owner.wait(timeout=30)
+        try:
+            # the owner waits up to 30 s for its supervisor, which gives the broker 5 s + 10 s to stop
+            owner.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            logs = {str(p): p.read_text(errors="replace")[-2000:] for d in new_dirs
+                    for p in Path(d).glob("supervisor.log")}
+            raise AssertionError(f"the owner did not exit within 60 s of {how.name}; supervisor log: {logs}") from None
         _wait_gone(started["bootstrap"], supervisor_pid)
         assert not (new_dirs & _workdirs()), "the broker's work directory outlived it"
     finally:
