@@ -21,9 +21,12 @@ import pytest
 from kassign.broker.probe import free_port, probe_metadata
 
 OWNER = textwrap.dedent("""
-    import json, sys, time
+    import json, signal, sys, time
     from kassign.broker import start_kafka, start_tansu
     from kassign.broker.launch import BrokerInfo
+    # A shell without job control starts background commands with SIGINT ignored, and children
+    # inherit that: the owner stands for an interactive program, which gets KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     broker = start_tansu() if sys.argv[1] == "tansu" else start_kafka()
     with broker as info:
         import glob, os
