@@ -1,6 +1,6 @@
 """The benchmark's group shapes, and the case-file format every implementation reads.
 
-A case file (the format of the kafka4-uniform tool in ``../shared/tools/``, so Kafka 4's UniformAssignor, Java's
+A case file (the format the kafka4-uniform timing tool also reads, so Kafka 4's UniformAssignor, Java's
 StickyAssignor and kassign run identical inputs), whitespace separated::
 
     topics T            then T lines  "name partitions"
@@ -12,7 +12,7 @@ Shapes (consumers x partitions; topics of 100 partitions, at most 500 topics): S
 S20K 1,000 x 20k, S3 1,000 x 100k, S4 2,000 x 1M (500 topics x 2,000); each also as ``<name>_last1`` with
 the last consumer subscribed to ``topic-0`` only (Kafka's general, unequal-subscription path). NU2: 500
 consumers, 100 topics x 100, each consumer on each topic with probability 1/4. The member ids and seeds
-are the shared tool's (``gen_cases.py``), so S2, S3, S4 and NU2 files are byte-identical to its output.
+are the kafka4-uniform tool's (``gen_cases.py``), so S2, S3, S4 and NU2 files are byte-identical to its output.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _random_quarter(n_consumers: int, n_topics: int, per_topic: int) -> tuple[di
     names = [f"topic-{i}" for i in range(n_topics)]
     subs = {m: [t for t in names if rng.random() < 0.25] or [rng.choice(names)] for m in _member_ids(n_consumers, rng)}
     covered, ids = {t for ts in subs.values() for t in ts}, list(subs)
-    # Every topic gets a subscriber (same draws, in the same order, as the shared generator).
+    # Every topic gets a subscriber (same draws, in the same order, as the kafka4-uniform tool's generator).
     for t in names:
         if t not in covered:
             m = rng.choice(ids)
@@ -115,7 +115,7 @@ def build_case(name: str) -> Case:
 
 
 def write_case(case: Case, path: str | Path) -> None:
-    """Write ``case`` in the shared case-file format."""
+    """Write ``case`` in the case-file format."""
     lines = [f"topics {len(case.topics)}"] + [f"{t} {n}" for t, n in case.topics.items()]
     lines += [f"members {len(case.members)}"] + [f"{m} {len(ts)} {' '.join(ts)}" for m, ts in case.members.items()]
     lines += [f"leaver {case.leaver}", f"joiner {case.joiner}"]

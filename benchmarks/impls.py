@@ -2,8 +2,8 @@
 
 In-process (Python): the CPython floor, kassign's StickyAssignor and CooperativeStickyAssignor, aiokafka's
 StickyPartitionAssignor. Out of process (Java): kafka-clients 3.9.1's StickyAssignor and
-CooperativeStickyAssignor (``java/StickyBench.java``) and Kafka 4's broker-side UniformAssignor (the shared
-``kafka4-uniform`` tool). Every implementation's leave/join step starts from its own fresh result.
+CooperativeStickyAssignor (``java/StickyBench.java``) and Kafka 4's broker-side UniformAssignor (the separate
+``kafka4-uniform`` tool, given by ``$KAFKA4_UNIFORM_TOOL``). Every implementation's leave/join step starts from its own fresh result.
 
 A result row is a plain dict (the JSON the Java tools print): ``impl, case, step, members`` and either
 ``skipped`` (why) or ``medianMs, samplesMs, balance, moved, valid`` (and, for kassign, ``peakBytes`` and
@@ -376,7 +376,7 @@ def run_java(impl: str, case_file: Path, steps: tuple[str, ...], limit: float, w
 
 
 # ---------------------------------------------------------------------------------------------------
-# Kafka 4's UniformAssignor (the shared kafka4-uniform tool)
+# Kafka 4's UniformAssignor (the separate kafka4-uniform tool, $KAFKA4_UNIFORM_TOOL)
 
 # Quoted in the tool's README (ms per assign(), median; the project's machine), shown when it is not built.
 K4_README_MS: dict[str, dict[str, float]] = {
@@ -387,16 +387,18 @@ K4_README_MS: dict[str, dict[str, float]] = {
 }
 
 
-def k4_tool_dir() -> Path:
-    """The kafka4-uniform tool (``$KAFKA4_UNIFORM_TOOL``, else ``../shared/tools/kafka4-uniform`` beside the
-    checkout); without it the benchmark prints the quoted figures instead."""
-    default = Path(__file__).resolve().parent.parent.parent / "shared" / "tools" / "kafka4-uniform"
-    return Path(os.environ.get("KAFKA4_UNIFORM_TOOL", default))
+def k4_tool_dir() -> Path | None:
+    """The kafka4-uniform tool's directory, from ``$KAFKA4_UNIFORM_TOOL`` (it is not part of the
+    repository, and no default path outside it is assumed); without it the benchmark prints the
+    quoted figures instead."""
+    path = os.environ.get("KAFKA4_UNIFORM_TOOL")
+    return Path(path) if path else None
 
 
 def k4_built() -> bool:
+    tool = k4_tool_dir()
     cache = Path(os.environ.get("KAFKA4_CACHE", Path.home() / ".cache" / "kafka4-uniform"))
-    return (k4_tool_dir() / "run.sh").exists() and (cache / "classes" / "UniformAnchor.class").exists()
+    return tool is not None and (tool / "run.sh").exists() and (cache / "classes" / "UniformAnchor.class").exists()
 
 
 def run_k4(case_dir: Path, names: list[str], steps: tuple[str, ...], out_json: Path) -> list[Row]:
@@ -405,7 +407,9 @@ def run_k4(case_dir: Path, names: list[str], steps: tuple[str, ...], out_json: P
         return [{"impl": K4_IMPL, "case": n, "step": s, "medianMs": ms, "quoted": True, "valid": "ok",
                  "balance": None, "moved": None}
                 for n in names if n in K4_README_MS for s, ms in K4_README_MS[n].items() if s in steps]
-    cmd = [str(k4_tool_dir() / "run.sh"), str(case_dir), "--cases", ",".join(names), "--assignors", "uniform",
+    tool = k4_tool_dir()
+    assert tool is not None  # k4_built() checked it
+    cmd = [str(tool / "run.sh"), str(case_dir), "--cases", ",".join(names), "--assignors", "uniform",
            "--steps", ",".join(steps), "--json", str(out_json)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not out_json.exists():
