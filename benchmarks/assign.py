@@ -114,7 +114,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
                 rows += [{"impl": impl_name, "case": case.name, "step": s, "skipped": f"unavailable ({exc})"} for s in steps]
     if K4_IMPL in args.impls:
         if not k4_built():
-            log.warning("kafka4-uniform is not built (see its README): showing the README's quoted figures")
+            log.warning("kafka4-uniform is not available (set KAFKA4_UNIFORM_TOOL to its built directory): "
+                        "showing the figures quoted from its README")
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 rows += run_k4(args.case_dir, list(cases), steps, Path(tmp) / "k4.json")
