@@ -44,6 +44,7 @@ def _offline_coordinator(listener=None) -> KassignGroupCoordinator:
     coordinator._rejoin_needed_fut = create_future()
     coordinator._commit_response_for = None
     coordinator._joining = False
+    coordinator._rebalance_timeout_ms = 30000
     return coordinator
 
 

@@ -126,6 +126,7 @@ class _Offline(KassignGroupCoordinator):
         self._init_member_state()
         self._enable_auto_commit = False
         self._commit_refresh_task = None
+        self._rebalance_timeout_ms = 30000
         self._retry_backoff_ms = 10
         self._commit_lock = asyncio.Lock()
         self.group_id = "g"

@@ -212,8 +212,7 @@ class KassignGroupCoordinator(GroupCoordinator):
     @property
     def closing(self) -> bool:
         """Whether ``close()`` has begun."""
-        closing = getattr(self, "_closing", None)  # absent in coordinators built without aiokafka's __init__
-        return closing is not None and closing.done()
+        return self._closing.done()
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -498,8 +497,8 @@ class KassignGroupCoordinator(GroupCoordinator):
             if self._listener_error is None:
                 self._listener_error = exc
         took = time.monotonic() - began
-        rebalance_timeout_s = getattr(self, "_rebalance_timeout_ms", 0) / 1000
-        if took > _SLOW_LISTENER_S or (rebalance_timeout_s and took > rebalance_timeout_s / 2):
+        rebalance_timeout_s = self._rebalance_timeout_ms / 1000
+        if took > min(_SLOW_LISTENER_S, rebalance_timeout_s / 2):
             log.warning("rebalance listener %r of group %s took %.1f s in %s (the group's rebalance timeout is "
                         "%.1f s; a listener slower than that makes the member miss the round)", listener,
                         self.group_id, took, method, rebalance_timeout_s)
