@@ -211,28 +211,24 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
     tag = f"bench-{scenario}-{SHORT[mode]}-{uuid.uuid4().hex[:8]}"
     topic = create_topic(bootstrap, tag, partitions)
     factory = {"consumer_factory": spec.consumer_factory} if spec.consumer_factory else {}
-    slots = iter(range(1, 100))
 
-    def start(n: int, **extra: Any) -> list[str]:
-        out = []
-        for _ in range(n):
-            slot = next(slots)
-            static = {"instance_id": f"{tag}-slot{slot}"} if spec.static else {}
-            out.append(group.start_member(spec.kind, spec.strategy, **factory, **static, **extra))
-            instance[out[-1]] = static.get("instance_id")
-        return out
+    def start(slots: range, *, hold: bool = False) -> list[str]:
+        """Members for these slots; a static mode gives each slot its own group.instance.id, which a
+        restarted slot's replacement takes over."""
+        return [group.start_member(spec.kind, spec.strategy, hold=hold, **factory,
+                                   **({"instance_id": f"{tag}-slot{slot}"} if spec.static else {}))
+                for slot in slots]
 
-    instance: dict[str, str | None] = {}
     hb = timing.heartbeat_ms / 1000.0
     with GroupDriver(bootstrap, tag, topic, timing=timing) as group:
         producer = group.start_producer(rate=rate)
-        members = start(3 if scenario == "scale-out" else 6)
+        members = start(range(3 if scenario == "scale-out" else 6))
         group.wait_settled(120, balanced=True)
         time.sleep(steady_s)
         if scenario == "scale-out":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
-            start(3)
+            start(range(3, 6))
             group.wait_settled(120, balanced=True)
         elif scenario == "scale-in":
             _wait_for_phase(group, hb, phase)
@@ -246,9 +242,8 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
             group.wait_settled(120, balanced=True)
         else:
             steps = []
-            for member in members:
-                kind_args = {"instance_id": instance[member]} if spec.static else {}
-                replacement = group.start_member(spec.kind, spec.strategy, hold=True, **factory, **kind_args)
+            for slot, member in enumerate(members):
+                (replacement,) = start(range(slot, slot + 1), hold=True)
                 group.wait_ready(replacement, 90)
                 _wait_for_phase(group, hb, phase)
                 steps.append(time.time())

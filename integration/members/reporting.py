@@ -121,10 +121,11 @@ def parse_process_ms(spec: str) -> tuple[int, int]:
         values = [int(p) for p in parts]
     except ValueError:
         raise ValueError(f"--process-ms takes MS or LO,HI in ms, got {spec!r}") from None
-    lo, hi = (values[0], values[0]) if len(values) == 1 else tuple(values[:2]) if len(values) == 2 else (-1, -1)
-    if not 0 <= lo <= hi <= 600_000:
+    if len(values) == 1:
+        values *= 2
+    if len(values) != 2 or not 0 <= values[0] <= values[1] <= 600_000:
         raise ValueError(f"--process-ms takes MS or LO,HI with 0 <= LO <= HI <= 600000, got {spec!r}")
-    return lo, hi
+    return values[0], values[1]
 
 
 def common_arguments(description: str) -> argparse.ArgumentParser:
