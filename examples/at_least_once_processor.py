@@ -91,8 +91,11 @@ class App:
             log.warning("commit failed (%s): those records will be processed again by their next owner", exc)
             return
         self.committed.update(offsets)
-        for tp in offsets:
-            del self.pending[tp]
+        for tp, offset in offsets.items():
+            # The periodic commit and the revocation's can overlap, and records may have been processed
+            # meanwhile: forget only what this commit covered.
+            if self.pending.get(tp) == offset:
+                del self.pending[tp]
 
     async def run(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
