@@ -39,6 +39,11 @@ def _check_out(out: Path) -> None:
         raise CLIError(f"--out {out} is a file", "give a directory (it is created when missing)")
 
 
+def _measured(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary without what the report already shows among the run's parameters."""
+    return {k: v for k, v in summary.items() if k not in ("grid", "master")}
+
+
 def _print_json(summary: dict[str, Any], page: Any, aggregates: Sequence[dict]) -> None:
     print(json.dumps({**summary, "report": str(page), "aggregates": list(aggregates)}, indent=2, default=str))
 
@@ -60,9 +65,10 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
     _common(p)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     _check_out(args.out)
-    from kassign.spark.grid import expand_grid, load_grid
+    from kassign.spark.grid import expand_grid, grid_axes, load_grid
 
-    specs = expand_grid(load_grid(args.grid))
+    grid = load_grid(args.grid)
+    specs = expand_grid(grid)
     if not specs:
         raise CLIError(f"{args.grid} expands to no scenario", "give each axis at least one value")
     from kassign.spark.pipeline import run_sweep, spark_session
@@ -78,8 +84,10 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
         "wall time (s)": result.wall_s, "simulation time in tasks (s)": result.task_s,
         "scenarios per second": result.scenarios / result.wall_s if result.wall_s else 0.0,
     }
+    parameters = {"grid file": str(args.grid), **grid_axes(grid), "config": grid.get("config") or {},
+                  "Spark master": args.master}
     page = write_report(args.out, result.phase_rows, result.aggregates, title=f"kassign sweep: {args.grid.name}",
-                        summary=summary)
+                        summary=_measured(summary), parameters=parameters)
     if args.json:
         _print_json(summary, page, result.aggregates)
         return 0
@@ -116,7 +124,10 @@ def analyze_main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     summary = {"groups": result.scenarios, "master": args.master, "wall time (s)": result.wall_s}
-    page = write_report(args.out, result.phase_rows, result.aggregates, title="kassign analyze", summary=summary)
+    parameters = {"inputs": list(args.events), "merged into one group": args.merge,
+                  "quiet time for phase detection (s)": args.quiet_s, "Spark master": args.master}
+    page = write_report(args.out, result.phase_rows, result.aggregates, title="kassign analyze",
+                        summary=_measured(summary), parameters=parameters)
     if args.json:
         _print_json(summary, page, result.aggregates)
         return 0

@@ -29,7 +29,7 @@ from typing import Any
 from kassign.model import RebalanceProtocol
 from kassign.sim import SCENARIO_KINDS, SimConfig, make_assignor_factory
 
-__all__ = ["load_grid", "expand_grid", "GRID_AXES"]
+__all__ = ["load_grid", "expand_grid", "grid_axes", "GRID_AXES"]
 
 #: Grid key -> the spec field it fills; every axis takes a list (or one value).
 GRID_AXES = {
@@ -79,6 +79,11 @@ def _axis(grid: Mapping[str, Any], key: str) -> list[Any]:
     return values
 
 
+def grid_axes(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Every axis's values as the sweep runs them (defaults filled in, ``seeds: n`` expanded)."""
+    return {key: _axis(grid, key) for key in GRID_AXES}
+
+
 def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the grid's axes as a spec dict, skipping assignor/protocol pairs the
     assignor does not support. Specs are numbered (``scenario_id``) in a stable order."""
@@ -90,7 +95,7 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     if clash:
         raise ValueError(f"grid 'config' sets {clash}; use the grid axes for those")
     SimConfig.from_dict(config)  # fail early, on the driver, on a bad setting
-    axes = {key: _axis(grid, key) for key in GRID_AXES}
+    axes = grid_axes(grid)
     for kind in axes["scenarios"]:
         if kind not in SCENARIO_KINDS:
             raise ValueError(f"unknown scenario kind {kind!r} in grid; expected one of {SCENARIO_KINDS}")

@@ -1,112 +1,141 @@
-"""The sweep/analysis report: PNG plots (matplotlib, Agg backend) and an HTML page around them.
+"""The sweep/analysis report: ``report.html`` with a computed summary, the run's parameters, one
+figure per metric (PNGs from :mod:`kassign.spark.report_plots`) and the aggregates table.
 
-Plots, one panel per phase kind (scale_out, crash...), one box per assignor/protocol (and
-broker/client when those vary): the ownership gap (unowned partition-seconds), partition
-movement, settle time, and the balance after settling.
+Every figure has a title and a caption saying what to read from it; panels without data are left
+out and named in the caption, a figure with no panel at all is replaced by that note.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections import defaultdict
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_report", "PLOTS"]
+from kassign.spark.report_plots import FIGURES, FigurePanels, draw_figure, figure_panels, kind_title
+from kassign.spark.report_summary import SUMMARY_METRICS, checks, findings, headline
 
-#: metric -> (file name, title, axis label)
-PLOTS = {
-    "unowned_ps": ("ownership_gap.png", "Ownership gap", "unowned partition-seconds"),
-    "moved": ("movement.png", "Partition movement", "partitions that changed owner"),
-    "settle_s": ("settle_time.png", "Settle time", "seconds from trigger to last hand-over"),
-    "balance": ("balance.png", "Balance after settling", "max - min partitions per member"),
-}
+__all__ = ["write_report", "FIGURES", "TABLE_COLUMNS"]
+
+log = logging.getLogger(__name__)
+
 TABLE_COLUMNS = ("n", "unowned_ps_p50", "unowned_ps_p95", "moved_mean", "settle_s_p50", "settle_s_p95",
                  "rounds_p50", "balance_max", "double_owned_ps_max", "unsettled")
+_KEYS = ("broker", "client", "assignor", "protocol", "kind")
 
-
-def _label_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    keys = ["assignor", "protocol"]
-    for extra in ("broker", "client"):
-        if len({r[extra] for r in rows}) > 1:
-            keys.insert(0, extra)
-    return keys
-
-
-def _plot(rows: Sequence[Mapping[str, Any]], metric: str, path: Path, title: str, ylabel: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    keys = _label_keys(rows)
-    kinds = sorted({r["kind"] for r in rows})
-    fig, axes = plt.subplots(1, len(kinds), figsize=(max(6.0, 4.5 * len(kinds)), 4.5), squeeze=False)
-    for ax, kind in zip(axes[0], kinds):
-        series: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            if r["kind"] == kind:
-                series["/".join(str(r[k]) for k in keys)].append(float(r[metric]))
-        labels = sorted(series)
-        positions = list(range(1, len(labels) + 1))
-        if metric == "balance":
-            ax.bar(positions, [sum(series[lb]) / len(series[lb]) for lb in labels], label="mean")
-            ax.plot(positions, [max(series[lb]) for lb in labels], "kv", label="max")
-            ax.legend(fontsize=7)
-        else:
-            ax.boxplot([series[lb] for lb in labels], positions=positions)
-        ax.set_xticks(positions)
-        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
-        ax.set_title(kind, fontsize=9)
-        ax.set_ylabel(ylabel, fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1340px;padding:0 1em;color:#222;line-height:1.4}
+h1{margin-bottom:.2em} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
+th{background:#f4f4f4} td.l,th.l{text-align:left}
+figure{margin:1.5em 0} figure h3{margin:.2em 0} img{max-width:100%;display:block}
+figcaption,.caption{color:#444;font-size:14px;margin-top:.3em} .note{color:#666;font-style:italic}
+.lede{color:#444} .wide{overflow-x:auto} .wide td{white-space:nowrap}
+"""
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
+    if isinstance(value, (list, tuple)):
+        return html.escape(", ".join(str(v) for v in value))
+    if isinstance(value, Mapping):
+        return html.escape(", ".join(f"{k}={v}" for k, v in value.items()))
     return html.escape(str(value))
 
 
+def _summary_html(aggregates: Sequence[Mapping[str, Any]], phase_rows: Sequence[Mapping[str, Any]]) -> str:
+    found = findings(aggregates)
+    if not found:
+        return '<p class="note">No measured phase: nothing to compare.</p>'
+    cells: dict[str, dict[str, str]] = {}
+    for f in found:
+        cells.setdefault(f.kind, {})[f.metric] = html.escape(f.text())
+    head = '<th class="l">phase</th>' + "".join(
+        f'<th class="l">{html.escape(what)} <small>({html.escape(unit)})</small></th>'
+        for what, unit in SUMMARY_METRICS.values())
+    body = "\n".join(
+        f'<tr><td class="l">{html.escape(kind_title(kind))}</td>'
+        + "".join(f'<td class="l">{row.get(m, "-")}</td>' for m in SUMMARY_METRICS) + "</tr>"
+        for kind, row in cells.items())
+    facts = "".join(f"<li>{html.escape(line)}</li>" for line in checks(aggregates, phase_rows))
+    return (f"<p><b>{html.escape(headline(found))}</b></p>\n"
+            f"<p class=\"lede\">Best strategy per phase and metric (lower is better); values within 1% of the "
+            f"best count as a tie.</p>\n<table><tr>{head}</tr>\n{body}\n</table>\n<ul>{facts}</ul>")
+
+
+def _dl(items: Mapping[str, Any]) -> str:
+    return "<table>" + "".join(f'<tr><th class="l">{html.escape(str(k))}</th><td class="l">{_fmt(v)}</td></tr>'
+                               for k, v in items.items()) + "</table>"
+
+
+def _figure_html(figure: FigurePanels, drawn: bool) -> str:
+    spec = figure.spec
+    note = figure.note()
+    note_html = f' <span class="note">{html.escape(note)}</span>' if note else ""
+    if not drawn:
+        return (f'<section class="figure" data-metric="{spec.metric}" data-panels="">'
+                f"<h3>{html.escape(spec.title)}</h3>"
+                f'<p class="caption">{html.escape(spec.reading)}.{note_html}</p></section>')
+    kinds = ",".join(p.kind for p in figure.panels)
+    return (f'<figure data-metric="{spec.metric}" data-panels="{html.escape(kinds)}"><h3>{html.escape(spec.title)}'
+            f'</h3><img src="{spec.file}" alt="{html.escape(spec.title)}">'
+            f"<figcaption>{html.escape(spec.caption)}{note_html}</figcaption></figure>")
+
+
 def write_report(out: Path, phase_rows: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str, Any]], *,
-                 title: str, summary: Mapping[str, Any]) -> Path:
-    """Write the PNGs and ``report.html`` (plus ``aggregates.json``) into ``out``; returns the page."""
+                 title: str, summary: Mapping[str, Any], parameters: Mapping[str, Any] | None = None) -> Path:
+    """Write the PNGs and ``report.html`` (plus ``aggregates.json``) into ``out``; returns the page.
+
+    ``summary``: facts about the run (timings, counts); ``parameters``: what the run was asked to
+    do (the grid's axes, the inputs), shown as given.
+    """
     out.mkdir(parents=True, exist_ok=True)
     measured = [r for r in phase_rows if r["kind"] not in ("initial", "error")]
-    images = []
-    if measured:
-        for metric, (name, plot_title, ylabel) in PLOTS.items():
-            _plot(measured, metric, out / name, plot_title, ylabel)
-            images.append(name)
+    figures = []
+    for spec in FIGURES:
+        figure = figure_panels(measured, spec)
+        stale = out / spec.file
+        if figure.panels:
+            draw_figure(figure, stale)
+        elif stale.exists():
+            stale.unlink()  # a PNG from an earlier run into the same directory would be mistaken for this one's
+        if figure.note():
+            log.debug("%s: %s", spec.title, figure.note())
+        figures.append(_figure_html(figure, bool(figure.panels)))
     (out / "aggregates.json").write_text(json.dumps(list(aggregates), indent=1, default=str))
-    keys = ("broker", "client", "assignor", "protocol", "kind")
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in keys + TABLE_COLUMNS)
+    # <wbr> after each underscore lets the long column names wrap, so the table fits the page.
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in _KEYS + TABLE_COLUMNS)
     body = "\n".join(
-        "<tr>" + "".join(f"<td>{_fmt(a.get(c))}</td>" for c in keys + TABLE_COLUMNS) + "</tr>" for a in aggregates)
-    facts = "".join(f"<li>{html.escape(str(k))}: {_fmt(v)}</li>" for k, v in summary.items())
-    imgs = "\n".join(f'<figure><img src="{n}" alt="{n}"><figcaption>{n}</figcaption></figure>' for n in images)
+        "<tr>" + "".join(f"<td>{_fmt(a.get(c))}</td>" for c in _KEYS + TABLE_COLUMNS) + "</tr>" for a in aggregates)
+    strategies = {(r["assignor"], r["protocol"], r.get("client"), r.get("broker")) for r in measured}
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}} img{{max-width:100%}}</style></head>
+<style>{_STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
-<ul>{facts}</ul>
+<p class="lede">{len(measured)} measured phases of {len(strategies)} strategies (assignor and protocol).
+Every metric is lower-is-better.</p>
+<h2>Summary</h2>
+{_summary_html(aggregates, phase_rows)}
+<h2>Run</h2>
+<h3>Parameters</h3>
+{_dl(parameters or {})}
+<h3>Measured</h3>
+{_dl(summary)}
+<h2>Figures</h2>
+{chr(10).join(figures)}
+<h2>Aggregates</h2>
 <p>Per phase: <b>unowned_ps</b> partition-seconds without owner between the first revocation and the
 settle; <b>moved</b> partitions that changed owner; <b>settle_s</b> seconds from the trigger to the last
 hand-over; <b>balance</b> max - min partitions per member; <b>double_owned_ps</b> must be 0.</p>
-<h2>Aggregates</h2>
-<table><tr>{head}</tr>
+<div class="wide"><table><tr>{head}</tr>
 {body}
-</table>
-<h2>Distributions</h2>
-{imgs}
+</table></div>
 </body></html>
 """
     page_path = out / "report.html"
-    page_path.write_text(page)
+    page_path.write_text(page, encoding="utf-8")
     return page_path
