@@ -4,8 +4,11 @@ This module only plans: it resolves the jars, writes each node's ``server.proper
 config into a work directory and returns the commands (format the storage, start the node). Running
 and stopping them is :mod:`kassign.broker.supervisor`'s job.
 
-One node is a combined broker + controller. ``N`` nodes are node 1 as broker + controller (the only
-voter) and nodes 2..N as brokers; each node gets ``broker.rack`` from ``racks`` (cycled) when given.
+One node is a combined broker + controller. ``N`` nodes are nodes 1..C as broker + controller (the
+voters; ``controllers``, 1 by default) and the rest as brokers; each node gets ``broker.rack`` from
+``racks`` (cycled) when given. A cluster meant to survive the loss of a node (the churn soak's
+coordinator failover) takes three voters and :func:`replicated_settings`: with a single voter, losing
+node 1 would stop every leader election, the coordinator's included.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +26,7 @@ from kassign.broker.maven import cached_jars, resolve_jars
 from kassign.broker.probe import free_port, port_in_use
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "TEST_SETTINGS", "KafkaPlan", "NodePlan", "kafka_jars", "kafka_jars_cached",
-           "plan_kafka_cluster", "settings_help"]
+           "plan_kafka_cluster", "replicated_settings", "settings_help"]
 
 #: The newest Kafka that aiokafka 0.14, librdkafka 2.x and kafka-clients 3.9/4.x all talk to (checked by the suite).
 DEFAULT_KAFKA_VERSION = "4.4.0"
@@ -41,6 +45,30 @@ TEST_SETTINGS: dict[str, tuple[str, str]] = {
     "share.coordinator.state.topic.replication.factor": ("1", "as above"),
     "share.coordinator.state.topic.min.isr": ("1", "as above"),
 }
+
+
+def replicated_settings(brokers: int) -> dict[str, str]:
+    """Settings for a cluster that keeps working, and keeps every acknowledged write, when one of its
+    ``brokers`` nodes dies: internal and new topics replicated up to 3 times, with one replica fewer
+    required in sync (so a node down still takes writes and a committed offset survives its leader's
+    loss); a dead node fenced 2 s after its last heartbeat (default 9 s), which is when its partitions,
+    the group coordinator's among them, get new leaders; and no automatic preferred-leader elections,
+    so the coordinator moves only when a test moves it."""
+    if brokers < 1:
+        raise BrokerUnavailable(f"a cluster has at least one broker, got {brokers}")
+    replicas = min(3, brokers)
+    in_sync = str(max(1, replicas - 1))
+    return {
+        "offsets.topic.replication.factor": str(replicas),
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": in_sync,
+        "default.replication.factor": str(replicas),
+        "min.insync.replicas": in_sync,
+        "broker.session.timeout.ms": "2000",
+        "broker.heartbeat.interval.ms": "500",
+        "auto.leader.rebalance.enable": "false",
+    }
+
 
 _JVM_OPTIONS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
                 "-Djava.awt.headless=true")
@@ -142,18 +170,25 @@ def _cluster_id() -> str:
             return text
 
 
-def _check_racks(brokers: int, racks: tuple[str, ...]) -> None:
+def _check_racks(brokers: int, racks: tuple[str, ...], controllers: int = 1) -> None:
     if brokers < 1 or brokers > 9:
         raise BrokerUnavailable(f"--brokers {brokers}: a local cluster has 1 to 9 brokers")
+    if not 1 <= controllers <= brokers:
+        raise BrokerUnavailable(f"{controllers} controllers: need 1 to {brokers} (the nodes that are also controllers)")
     for rack in racks:
         if not rack or any(c.isspace() or c == "," for c in rack):
             raise BrokerUnavailable(f"rack name {rack!r} must be non-empty with no spaces or commas")
 
 
 def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
-                       racks: tuple[str, ...] = (), port: int | None = None) -> KafkaPlan:
-    """Resolve the jars, check Java and the ports, and write every node's configuration into ``workdir``."""
-    _check_racks(brokers, racks)
+                       racks: tuple[str, ...] = (), port: int | None = None, controllers: int = 1,
+                       settings: Mapping[str, str] | None = None) -> KafkaPlan:
+    """Resolve the jars, check Java and the ports, and write every node's configuration into ``workdir``.
+
+    ``controllers``: how many nodes (the first ones) are also KRaft controllers; ``settings``: broker
+    settings added to (or replacing) :data:`TEST_SETTINGS`, e.g. :func:`replicated_settings`.
+    """
+    _check_racks(brokers, racks, controllers)
     java = find_java(17 if _major(version) >= 4 else 11, purpose=f"Apache Kafka {version}")
     classpath = os.pathsep.join(str(j) for j in kafka_jars(version))
     if port is not None and port_in_use(port):
@@ -163,9 +198,12 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         candidate = free_port()
         if candidate not in client_ports:
             client_ports.append(candidate)
-    controller_port = free_port()
-    while controller_port in client_ports:
-        controller_port = free_port()
+    controller_ports: list[int] = []
+    while len(controller_ports) < controllers:
+        candidate = free_port()
+        if candidate not in client_ports and candidate not in controller_ports:
+            controller_ports.append(candidate)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(controller_ports))
     cluster_id = _cluster_id()
     nodes = []
     for index, client_port in enumerate(client_ports):
@@ -173,8 +211,9 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         node_dir = workdir / f"node-{node_id}"
         (node_dir / "data").mkdir(parents=True, exist_ok=True)
         rack = racks[index % len(racks)] if racks else None
-        props = _node_properties(node_id, client_port, controller_port, node_dir / "data", rack,
-                                 controller=index == 0)
+        props = _node_properties(node_id, client_port, voters, node_dir / "data", rack,
+                                 controller_port=controller_ports[index] if index < controllers else None,
+                                 settings=settings or {})
         props_path = node_dir / "server.properties"
         props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log_path = node_dir / "server.log"
@@ -192,15 +231,15 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
     return KafkaPlan(version=version, workdir=str(workdir), nodes=nodes)
 
 
-def _node_properties(node_id: int, client_port: int, controller_port: int, data: Path, rack: str | None, *,
-                     controller: bool) -> dict[str, str]:
+def _node_properties(node_id: int, client_port: int, voters: str, data: Path, rack: str | None, *,
+                     controller_port: int | None, settings: Mapping[str, str]) -> dict[str, str]:
     listeners = f"PLAINTEXT://127.0.0.1:{client_port}"
-    if controller:
+    if controller_port is not None:
         listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
     props = {
-        "process.roles": "broker,controller" if controller else "broker",
+        "process.roles": "broker,controller" if controller_port is not None else "broker",
         "node.id": str(node_id),
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "controller.quorum.voters": voters,
         "listeners": listeners,
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
         "controller.listener.names": "CONTROLLER",
@@ -211,4 +250,5 @@ def _node_properties(node_id: int, client_port: int, controller_port: int, data:
     if rack:
         props["broker.rack"] = rack
     props.update({key: value for key, (value, _) in TEST_SETTINGS.items()})
+    props.update(settings)
     return props

@@ -5,6 +5,10 @@ exits, and also when this process dies in any way, because the supervisor watche
 Detached (:func:`start_detached`, used by ``kassign broker start``): the broker runs until
 :func:`stop_detached`; its state file in the cache's ``run/`` directory lets ``status`` and ``stop``
 find it.
+
+An owned cluster's :class:`BrokerInfo` can also kill and restart single nodes
+(:meth:`BrokerInfo.kill_node`, :meth:`BrokerInfo.restart_node`) and name the node coordinating a
+group (:meth:`BrokerInfo.coordinator_node`).
 """
 
 from __future__ import annotations
@@ -21,14 +25,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kassign.broker.cache import run_dir
 from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, plan_kafka_cluster
-from kassign.broker.probe import free_port, port_in_use, probe_metadata, split_bootstrap
+from kassign.broker.nodes import NodeControl
+from kassign.broker.probe import find_coordinator, free_port, port_in_use, probe_metadata, split_bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,8 @@ class BrokerInfo:
     brokers: int = 1
     racks: tuple[str, ...] = ()
     startup_s: float | None = None
+    #: the supervisor's command pipe of a cluster this process owns (None for any other broker)
+    control: NodeControl | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_real_kafka(self) -> bool:
@@ -71,6 +79,32 @@ class BrokerInfo:
         if self.detail:
             extra.append(self.detail)
         return " ".join(parts) + (f" ({', '.join(extra)})" if extra else "")
+
+    def _control(self) -> NodeControl:
+        if self.control is None:
+            raise BrokerUnavailable(f"nodes of the {self.kind} broker at {self.bootstrap} cannot be killed or "
+                                    "restarted from here: only a cluster started by start_kafka/start_tansu can")
+        return self.control
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        """The node ids of a cluster this process owns (1..brokers)."""
+        return self._control().node_ids
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one node of this owned cluster (a crash: no controlled shutdown); it stays down
+        until :meth:`restart_node`, and the cluster is not stopped for it."""
+        self._control().kill(node_id)
+
+    def restart_node(self, node_id: int, timeout: float = 90.0) -> float:
+        """Start a node killed by :meth:`kill_node` again on its data; returns once it serves clients
+        and lists every node again (the seconds that took)."""
+        return self._control().restart(node_id, timeout)
+
+    def coordinator_node(self, group_id: str, timeout: float = 30.0) -> int:
+        """The node id of the broker coordinating consumer group ``group_id`` now (FindCoordinator);
+        waits while a coordinator is being elected."""
+        return find_coordinator(self.bootstrap, group_id, timeout)
 
 
 def _tansu_binary() -> str:
@@ -104,8 +138,10 @@ def _tansu_version() -> str:
 
 
 def _kafka_plan(workdir: Path, version: str, brokers: int, racks: tuple[str, ...], port: int | None,
-                startup_timeout: float) -> dict[str, Any]:
-    plan = plan_kafka_cluster(workdir, version=version, brokers=brokers, racks=racks, port=port)
+                startup_timeout: float, controllers: int = 1, settings: Mapping[str, str] | None = None
+                ) -> dict[str, Any]:
+    plan = plan_kafka_cluster(workdir, version=version, brokers=brokers, racks=racks, port=port,
+                              controllers=controllers, settings=settings)
     return {"workdir": str(workdir), "bootstrap": plan.bootstrap, "min_brokers": len(plan.nodes),
             "startup_timeout": startup_timeout, "stop_grace": 5.0,
             "nodes": [dataclasses.asdict(n) for n in plan.nodes],
@@ -123,7 +159,8 @@ def _spawn_supervisor(plan: dict[str, Any], *, detached: bool) -> tuple[subproce
                                 stderr=err, start_new_session=True, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    proc.stdout.close()
+    if detached:
+        proc.stdout.close()  # an owner keeps it: the answers to its node commands come on it
     try:
         report = json.loads(line) if line.strip() else {"ready": False, "error": "the broker supervisor died"}
     except json.JSONDecodeError:
@@ -143,13 +180,21 @@ def _close_owned(proc: subprocess.Popen, timeout: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
-def _info(plan: dict[str, Any], report: dict[str, Any]) -> BrokerInfo:
+def _info(plan: dict[str, Any], report: dict[str, Any], control: NodeControl | None = None) -> BrokerInfo:
     d = plan["describe"]
     return BrokerInfo(kind=d["kind"], bootstrap=report["bootstrap"], version=d.get("version", ""),
                       brokers=d.get("brokers", 1), racks=tuple(d.get("racks", ())), startup_s=report.get("startup_s"),
-                      detail=f"supervisor pid {report.get('supervisor_pid')}")
+                      detail=f"supervisor pid {report.get('supervisor_pid')}", control=control)
+
+
+def _node_ports(plan: dict[str, Any]) -> dict[int, int]:
+    """Node id -> client port (a Tansu plan names no port: its one node listens on the bootstrap)."""
+    addresses = split_bootstrap(plan["bootstrap"])
+    return {int(n["node_id"]): int(n.get("port") or addresses[i][1]) for i, n in enumerate(plan["nodes"])}
 
 
 def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
@@ -166,7 +211,7 @@ def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
 def _owned(make_plan) -> Iterator[BrokerInfo]:
     _workdir, plan = _planned(make_plan)
     proc, report = _spawn_supervisor(plan, detached=False)
-    info = _info(plan, report)
+    info = _info(plan, report, NodeControl(proc, _node_ports(plan)))
     log.info("broker up: %s", info.describe())
     try:
         yield info
@@ -176,13 +221,18 @@ def _owned(make_plan) -> Iterator[BrokerInfo]:
 
 
 def start_kafka(*, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1, racks: tuple[str, ...] = (),
-                port: int | None = None, startup_timeout: float = 90.0) -> contextlib.AbstractContextManager[BrokerInfo]:
+                port: int | None = None, startup_timeout: float = 90.0, controllers: int = 1,
+                settings: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
     """Run Apache Kafka ``version`` (KRaft, from Maven Central's jars) on 127.0.0.1 for the ``with`` block.
 
-    Raises :class:`BrokerUnavailable` (one line saying what to do) when Java, the jars or the port
-    are missing, or the cluster does not answer within ``startup_timeout`` seconds.
+    ``controllers``: how many of the nodes are also KRaft controllers; ``settings``: broker settings on
+    top of the test settings (a cluster that survives a node's loss: three controllers and
+    :func:`kassign.broker.kafka.replicated_settings`). Raises :class:`BrokerUnavailable` (one line
+    saying what to do) when Java, the jars or the port are missing, or the cluster does not answer
+    within ``startup_timeout`` seconds.
     """
-    return _owned(lambda workdir: _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout))
+    return _owned(lambda workdir: _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout,
+                                              controllers, settings))
 
 
 def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:

@@ -1,4 +1,5 @@
-"""Is a broker up? One Metadata request on the wire, before (and without) any client library."""
+"""Is a broker up, and which node coordinates a group? One Metadata or FindCoordinator request on the
+wire, before (and without) any client library."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from collections.abc import Callable
 
 from kassign.broker.errors import BrokerUnavailable
 
-__all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "free_port", "port_in_use"]
+__all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "find_coordinator", "free_port", "port_in_use"]
+
+#: FindCoordinator errors that only mean "not yet": the coordinator is loading, moving or being elected.
+_COORDINATOR_RETRIABLE = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
+                          16: "NOT_COORDINATOR"}
 
 
 def free_port() -> int:
@@ -65,16 +70,67 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return buf
 
 
-def probe_metadata(host: str, port: int, timeout: float) -> int:
-    """Send one Metadata request; returns the number of brokers in the answer."""
+def _exchange(host: str, port: int, request: bytes, correlation_id: int, timeout: float) -> bytes:
+    """Send one request; returns the response body after its correlation id."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
-        sock.sendall(_metadata_request(7))
+        sock.sendall(request)
         (size,) = struct.unpack(">i", _recv_exact(sock, 4))
         payload = _recv_exact(sock, size)
-    correlation_id, _throttle_ms, n_brokers = struct.unpack(">iii", payload[:12])
-    if correlation_id != 7:
-        raise ConnectionError(f"metadata answer has correlation id {correlation_id}, sent 7")
+    (answered,) = struct.unpack(">i", payload[:4])
+    if answered != correlation_id:
+        raise ConnectionError(f"answer has correlation id {answered}, sent {correlation_id}")
+    return payload[4:]
+
+
+def _find_coordinator_request(group_id: str, correlation_id: int) -> bytes:
+    # FindCoordinator v1 (api key 10): the newest without flexible encoding; key type 0 is a group.
+    client_id = b"kassign-probe"
+    key = group_id.encode()
+    body = (struct.pack(">hhih", 10, 1, correlation_id, len(client_id)) + client_id
+            + struct.pack(">h", len(key)) + key + struct.pack(">b", 0))
+    return struct.pack(">i", len(body)) + body
+
+
+def _coordinator_answer(body: bytes) -> tuple[int, int]:
+    """(error code, node id) of a FindCoordinator v1 response body."""
+    _throttle_ms, error = struct.unpack(">ih", body[:6])
+    (message_len,) = struct.unpack(">h", body[6:8])
+    at = 8 + max(0, message_len)  # a null error message has length -1
+    (node_id,) = struct.unpack(">i", body[at:at + 4])
+    return error, node_id
+
+
+def find_coordinator(bootstrap: str, group_id: str, timeout: float = 30.0) -> int:
+    """The node id of the broker coordinating ``group_id`` (FindCoordinator, asked of each bootstrap
+    address in turn); waits while the coordinator is being elected or loaded, raises
+    :class:`BrokerUnavailable` when no answer names one within ``timeout`` seconds."""
+    addrs = split_bootstrap(bootstrap)
+    deadline = time.monotonic() + timeout
+    last: str = "no answer"
+    while True:
+        for host, port in addrs:
+            try:
+                error, node_id = _coordinator_answer(_exchange(
+                    host, port, _find_coordinator_request(group_id, 11), 11, timeout=2.0))
+            except (OSError, ConnectionError, struct.error) as exc:
+                last = f"{host}:{port}: {exc}"
+                continue
+            if error == 0 and node_id >= 0:
+                return node_id
+            if error not in _COORDINATOR_RETRIABLE:
+                raise BrokerUnavailable(f"FindCoordinator for group {group_id!r} at {host}:{port} failed "
+                                        f"with error code {error}")
+            last = f"{host}:{port}: {_COORDINATOR_RETRIABLE[error]}"
+        if time.monotonic() >= deadline:
+            raise BrokerUnavailable(f"no coordinator for group {group_id!r} at {bootstrap} within "
+                                    f"{timeout:.0f} s ({last})")
+        time.sleep(0.1)
+
+
+def probe_metadata(host: str, port: int, timeout: float) -> int:
+    """Send one Metadata request; returns the number of brokers in the answer."""
+    _throttle_ms, n_brokers = struct.unpack(">ii", _exchange(host, port, _metadata_request(7), 7, timeout)[:8])
     return n_brokers
 
 

@@ -10,6 +10,11 @@ grace period) and deletes the plan's work directory when:
 - it gets SIGTERM, SIGINT or SIGHUP (``kassign broker stop`` for a detached broker);
 - a node exits on its own.
 
+In owned mode the owner may also send commands on stdin, one a line, each answered by one JSON line
+on stdout: ``kill N`` SIGKILLs node ``N`` (a crash: no controlled shutdown) and ``start N`` starts
+it again on its data (:class:`kassign.broker.nodes.NodeControl` sends them). A node killed this way
+is down on purpose, not a reason to stop the cluster.
+
 The nodes die with the supervisor even if it is SIGKILLed itself (``PR_SET_PDEATHSIG`` on Linux).
 """
 
@@ -65,6 +70,8 @@ class Supervisor:
         self.plan = plan
         self.procs: list[subprocess.Popen] = []
         self.stopping = False
+        #: indexes of nodes killed on purpose (``kill N``) and not started again
+        self.down: set[int] = set()
 
     def _spawn(self, argv: list[str], log_path: str) -> subprocess.Popen:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -115,6 +122,47 @@ class Supervisor:
         return {"ready": True, "bootstrap": self.plan["bootstrap"], "pids": [p.pid for p in self.procs],
                 "supervisor_pid": os.getpid(), "startup_s": round(time.monotonic() - began, 2)}
 
+    def _index(self, node_id: int) -> int:
+        for index, node in enumerate(self.plan["nodes"]):
+            if node.get("node_id") == node_id:
+                return index
+        raise ValueError(f"no node {node_id}; nodes are {[n.get('node_id') for n in self.plan['nodes']]}")
+
+    def kill_node(self, node_id: int) -> int:
+        """SIGKILL one node's process group and wait for it; returns the killed pid."""
+        index = self._index(node_id)
+        if index in self.down:
+            raise ValueError(f"node {node_id} is already down")
+        proc = self.procs[index]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        self.down.add(index)
+        log.info("node %s (pid %s) killed on request", node_id, proc.pid)
+        return proc.pid
+
+    def start_node(self, node_id: int) -> int:
+        """Start a node killed by :meth:`kill_node` again, on its existing data; returns its new pid."""
+        index = self._index(node_id)
+        if index not in self.down:
+            raise ValueError(f"node {node_id} is running")
+        node = self.plan["nodes"][index]
+        self.procs[index] = self._spawn(node["argv"], node["log"])
+        self.down.discard(index)
+        log.info("node %s started again (pid %s)", node_id, self.procs[index].pid)
+        return self.procs[index].pid
+
+    def command(self, line: str) -> dict[str, Any]:
+        """Run one owner command (``kill N`` / ``start N``); returns the answer to send back."""
+        words = line.split()
+        try:
+            if len(words) != 2 or words[0] not in ("kill", "start") or not words[1].isdigit():
+                raise ValueError(f"unknown command {line.strip()!r}; expected 'kill N' or 'start N'")
+            act = self.kill_node if words[0] == "kill" else self.start_node
+            return {"ok": True, "node": int(words[1]), "pid": act(int(words[1]))}
+        except (ValueError, OSError, subprocess.TimeoutExpired) as exc:
+            return {"ok": False, "error": str(exc)}
+
     def stop(self) -> None:
         """Stop every node (SIGTERM, SIGKILL after the grace period) and delete the work directory."""
         if self.stopping:
@@ -152,15 +200,22 @@ class Supervisor:
         selector = selectors.DefaultSelector()
         if not self.plan.get("detached"):
             selector.register(sys.stdin, selectors.EVENT_READ)
+        pending = b""
         while not reason:
             if self.plan.get("detached"):
                 time.sleep(0.5)
             else:
                 for _key, _ in selector.select(timeout=0.5):
-                    if not sys.stdin.buffer.read1(4096):
+                    chunk = sys.stdin.buffer.read1(4096)
+                    if not chunk:
                         reason.append("owner gone (stdin closed)")
-            for node, proc in zip(self.plan["nodes"], self.procs):
-                if proc.poll() is not None and not reason:
+                        break
+                    pending += chunk
+                    while b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
+                        _report(self.command(line.decode(errors="replace")))
+            for index, (node, proc) in enumerate(zip(self.plan["nodes"], self.procs)):
+                if index not in self.down and proc.poll() is not None and not reason:
                     reason.append(f"node {node.get('node_id', '?')} exited with code {proc.returncode}")
         return reason[0]
 
@@ -193,10 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         Path(state).write_text(json.dumps({**plan.get("describe", {}), **report, "workdir": plan["workdir"],
                                            "logs": [n["log"] for n in plan["nodes"]]}))
     _report(report)
-    try:
-        sys.stdout.close()
-    except OSError:
-        pass
+    if plan.get("detached"):
+        # Nobody reads on: an open stdout would hold a starter's output capture open. An owner
+        # keeps reading it for the answers to its commands.
+        try:
+            sys.stdout.close()
+        except OSError:
+            pass
     why = supervisor.watch()
     log.info("stopping: %s", why)
     supervisor.stop()
