@@ -4,7 +4,8 @@ at a steady rate, and record one rebalance timeline from every member's own call
 Every member is a subprocess (``integration/members/*`` or ``java/JavaMember.java``) printing
 ``kassign.timeline.events`` JSON lines on stdout, so the three kinds behave alike: closing a member's stdin
 closes its consumer cleanly (LeaveGroup); :meth:`GroupDriver.crash_member` SIGKILLs it (no
-LeaveGroup, the broker notices only when the session times out).
+LeaveGroup, the broker notices only when the session times out); :meth:`GroupDriver.freeze_member`
+and :meth:`GroupDriver.thaw_member` stop and resume it (SIGSTOP/SIGCONT: a zombie).
 
 Typical use::
 
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,6 +112,7 @@ class _Member:
     reader: threading.Thread | None = None
     stopping: bool = False
     crashed: bool = False
+    frozen: bool = False
 
 
 @dataclass
@@ -232,7 +235,8 @@ class GroupDriver:
     # -- members -------------------------------------------------------------------------------
 
     def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None,
-                        kafka_clients: str | None, instance_id: str | None = None, hold: bool = False) -> list[str]:
+                        kafka_clients: str | None, instance_id: str | None = None, hold: bool = False,
+                        slow_revoke_ms: int = 0) -> list[str]:
         t = self.timing
         common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
                   "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
@@ -250,8 +254,12 @@ class GroupDriver:
             raise ValueError(f"consumer_factory applies to aiokafka members only, not {kind!r}")
         if kafka_clients is not None and kind != "java":
             raise ValueError(f"kafka_clients applies to Java members only, not {kind!r}")
+        if slow_revoke_ms and kind != "aiokafka":
+            raise ValueError(f"slow_revoke_ms applies to aiokafka members only, not {kind!r}")
         if kind == "aiokafka":
             extra = ["--consumer-factory", _import_path(consumer_factory)] if consumer_factory is not None else []
+            if slow_revoke_ms:
+                extra += ["--slow-revoke-ms", str(slow_revoke_ms)]
             return [sys.executable, "-m", "integration.members.aiokafka_member", *common, *extra]
         if kind == "confluent":
             return [sys.executable, "-m", "integration.members.confluent_member", *common]
@@ -276,6 +284,7 @@ class GroupDriver:
         kafka_clients: str | None = None,
         instance_id: str | None = None,
         hold: bool = False,
+        slow_revoke_ms: int = 0,
     ) -> str:
         """Start one member; returns its id (``m1``, ``m2``, ... unless given).
 
@@ -286,6 +295,7 @@ class GroupDriver:
         Central (default :data:`kassign._java.REFERENCE_KAFKA_CLIENTS`, 3.9.1; 4.x works too).
         ``instance_id``: ``group.instance.id`` (a static member). ``hold``: the member builds its consumer,
         reports ``ready`` and subscribes only on :meth:`release_member` (a replacement prepared in advance).
+        ``slow_revoke_ms`` (aiokafka only): ``on_partitions_revoked`` takes that much longer (a slow application).
         """
         if member_id is None:
             member_id = f"m{self._next_number}"
@@ -294,7 +304,7 @@ class GroupDriver:
             raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
         strategy_arg = strategy_argument(strategy)
         cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients,
-                                   instance_id, hold)
+                                   instance_id, hold, slow_revoke_ms)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.
@@ -371,6 +381,8 @@ class GroupDriver:
     def request_stop(self, member_id: str) -> None:
         """Ask a member to close cleanly (end of its stdin) without waiting for it."""
         m = self._member(member_id)
+        if m.frozen:
+            self.thaw_member(member_id)  # a stopped process cannot read its stdin
         m.stopping = True
         if m.proc.stdin is not None and not m.proc.stdin.closed:
             m.proc.stdin.close()
@@ -391,6 +403,27 @@ class GroupDriver:
         if m.reader is not None:
             m.reader.join(5)
         log.info("crashed member %s", member_id)
+
+    def freeze_member(self, member_id: str) -> float:
+        """Stop a member with SIGSTOP (no heartbeats, no processing, no callbacks: a long GC pause or a
+        suspended VM); records a ``freeze`` event and returns its time."""
+        m = self._member(member_id)
+        m.proc.send_signal(signal.SIGSTOP)
+        m.frozen = True
+        at = time.time()
+        self._timeline.add(Event(member_id, at, "freeze"))
+        log.info("froze member %s", member_id)
+        return at
+
+    def thaw_member(self, member_id: str) -> float:
+        """Resume a member frozen by :meth:`freeze_member` (SIGCONT); records a ``thaw`` event and returns its time."""
+        m = self._member(member_id)
+        m.proc.send_signal(signal.SIGCONT)
+        m.frozen = False
+        at = time.time()
+        self._timeline.add(Event(member_id, at, "thaw"))
+        log.info("thawed member %s", member_id)
+        return at
 
     def _member(self, member_id: str) -> _Member:
         try:

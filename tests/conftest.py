@@ -23,7 +23,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from kassign.broker import BrokerInfo, open_broker, planned_broker, start_kafka, start_tansu  # noqa: E402
+from kassign.broker import (  # noqa: E402
+    BrokerInfo,
+    open_broker,
+    planned_broker,
+    replicated_settings,
+    start_kafka,
+    start_tansu,
+)
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -72,6 +79,18 @@ def rack_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) -> Itera
     if kafka_broker.kind != "kafka":
         pytest.skip(f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
     with start_kafka(version=kafka_broker.version, brokers=3, racks=("r1", "r2", "r3")) as info:
+        pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
+        yield info
+
+
+@pytest.fixture(scope="module")
+def replicated_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) -> Iterator[BrokerInfo]:
+    """Three Apache Kafka nodes, each a broker and a controller, with internal and new topics replicated
+    three times (min.insync.replicas 2): a cluster that survives the loss of any node (coordinator
+    failover); its handle kills and restarts nodes."""
+    if kafka_broker.kind != "kafka":
+        pytest.skip(f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+    with start_kafka(version=kafka_broker.version, brokers=3, controllers=3, settings=replicated_settings(3)) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
 

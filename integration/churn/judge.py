@@ -3,7 +3,8 @@ may see duplicates and why, unowned partition-seconds, and the invariants a run 
 (:func:`churn_problems`, :func:`check`).
 
 A group that did not settle in time ended the run early as *stalled* (:attr:`ChurnResult.stalled`),
-a failure.
+a failure. With faults injected (issue 16), double ownership inside a zombie's window is excused and
+measured apart, and zombies must see their late commits rejected (:mod:`.fault_checks`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from integration.churn.fault_checks import FaultReport, fault_report
 from integration.churn.generator import ChurnSequence
 from integration.timeline_checks import (
     double_ownership,
@@ -61,7 +63,8 @@ def settle_problems(events: Sequence[Event], live: Mapping[str, Iterable[str]],
 
 def excused_partitions(events: Iterable[Event]) -> dict[TopicPartition, str]:
     """Partitions that may see duplicates, with the reason: their owner crashed, lost them (``cb_lost``),
-    exited on its own, or failed a commit while owning them, so processed offsets may be uncommitted."""
+    exited on its own, or failed a commit while owning them or of them (a revocation's commit names
+    the partitions it gave up), so processed offsets may be uncommitted."""
     owned: dict[str, set[TopicPartition]] = defaultdict(set)
     closing: set[str] = set()
     out: dict[TopicPartition, str] = {}
@@ -81,7 +84,7 @@ def excused_partitions(events: Iterable[Event]) -> dict[TopicPartition, str]:
             excuse(e.parts or (), f"lost by {e.id} at {e.t:.3f}")
             mine.difference_update(e.parts or ())
         elif e.ev == "commit_err":
-            excuse(mine, f"commit by {e.id} failed at {e.t:.3f} ({e.extra.get('error')})")
+            excuse(mine | set(e.parts or ()), f"commit by {e.id} failed at {e.t:.3f} ({e.extra.get('error')})")
         elif e.ev == "crash":
             excuse(mine, f"owner {e.id} crashed at {e.t:.3f}")
             mine.clear()
@@ -166,6 +169,8 @@ class ChurnResult:
     #: records of topics no member read when the sequence ended (left out of ``produced``)
     unread: int = 0
     duration: float = 0.0
+    #: the injected faults and what they did (all zero without faults)
+    faults: FaultReport = field(default_factory=FaultReport)
 
     @property
     def records(self) -> int:
@@ -178,7 +183,16 @@ class ChurnResult:
                 f"double-owned {self.double_owned_ps:.3f} ps, unowned {self.unowned_ps:.1f} ps, "
                 f"duplicates {self.duplicates} (unexcused "
                 f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
-                f"{self.duration:.1f}s")
+                f"{self.duration:.1f}s" + self._fault_summary())
+
+    def _fault_summary(self) -> str:
+        f = self.faults
+        if not (f.failovers or f.zombies or f.slow_revocations):
+            return ""
+        return (f"; faults: {f.failovers} failover(s) ({f.failovers_mid_rebalance} mid-rebalance), "
+                f"{f.zombies} zombie(s) ({f.late_commits_rejected} late commits rejected), "
+                f"{f.slow_revocations} slow revocation(s) ({f.slow_revokers_expelled} expelled), "
+                f"zombie-window double-owned {f.zombie_ps:.3f} ps")
 
 
 class ChurnFailure(AssertionError):
@@ -202,16 +216,20 @@ def churn_problems(result: ChurnResult) -> list[str]:
     if result.producer_errors:
         problems.append(f"producer errors: {result.producer_errors[:3]}")
     problems += [f"member {m} exited on its own: {tail}" for m, tail in result.failed_members.items()]
+    problems += result.faults.problems
     return problems
 
-def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartition]]) -> None:
-    """Fill ``result``'s measurements from its timeline (``partitions``: topic -> its partitions)."""
+def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartition]], *, grace: float = 1.5) -> None:
+    """Fill ``result``'s measurements from its timeline (``partitions``: topic -> its partitions;
+    ``grace``: how soon after resuming, or after its slow callback, a zombie must hear it lost its
+    partitions, in seconds: the members' session timeout)."""
     events = result.events
     result.generations = len({e.extra["gen"] for e in events if isinstance(e.extra.get("gen"), int)
                               and e.extra["gen"] >= 0 and e.ev in ("cb_assigned", "cb_revoked", "sync")})
-    overlaps = double_ownership(events)
-    result.double_owned_ps = sum(o.end - o.start for o in overlaps)
-    result.overlaps = [str(o) for o in overlaps]
+    result.faults, counted = fault_report(events, double_ownership(events), grace)
+    result.double_owned_ps = sum(outside for _, outside in counted)
+    result.overlaps = [f"{o} ({outside:.3f}s outside zombie windows)" if outside < o.end - o.start - 1e-9 else str(o)
+                       for o, outside in counted]
     result.unowned_ps = unowned_partition_seconds(events, partitions, *result.settled_at)
     result.lost = missing_records(events, result.produced)
     result.excused = excused_partitions(events)

@@ -5,6 +5,9 @@ After each step the runner either waits for the group to settle (polling, with a
 a short seeded gap pass so the next step lands inside the running rebalance. After the last step it
 waits for the settle, stops the load, waits until every acknowledged record was processed, closes
 the group and measures the whole timeline (:func:`~integration.churn.judge.analyse`).
+
+Fault steps (``failover``, ``zombie``) and slow revokers are played by :mod:`integration.churn.faults`;
+they need the handle of a replicated 3-broker cluster (``cluster``).
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from integration.churn.generator import SUBSCRIPTIONS, ChurnSequence, MemberSpec
+from integration.churn import faults
+from integration.churn.generator import FAULT_ACTIONS, SUBSCRIPTIONS, ChurnSequence, MemberSpec
 from integration.churn.judge import ChurnFailure, ChurnResult, analyse, settle_problems
 from integration.driver import GroupDriver, GroupTiming, KeyedProducer
 from integration.timeline_checks import missing_records
 from integration.topics import create_topic
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event, write_events
+
+if TYPE_CHECKING:
+    from kassign.broker import BrokerInfo
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +48,13 @@ class _GroupPool:
     """
 
     def __init__(self, bootstrap: str, group_id: str, topics: Mapping[str, str], timing: GroupTiming,
-                 log_dir: Path) -> None:
+                 log_dir: Path, slow_revoke_ms: int = 0) -> None:
         self.bootstrap, self.group_id, self.topics, self.timing, self.log_dir = \
             bootstrap, group_id, topics, timing, log_dir
+        self.slow_revoke_ms = slow_revoke_ms
         self._drivers: list[tuple[str, GroupDriver, set[str]]] = []
         self.current: dict[str, tuple[MemberSpec, GroupDriver]] = {}
+        self._notes: list[Event] = []  # the runner's own events (faults on the cluster)
 
     def _new_driver(self, subscription: str) -> tuple[str, GroupDriver, set[str]]:
         topics = [self.topics[role] for role in SUBSCRIPTIONS[subscription]]
@@ -63,7 +73,8 @@ class _GroupPool:
         driver = self._driver_for(spec)
         if spec.kind == "aiokafka":
             driver.start_member("aiokafka", "kassign.adapters.aiokafka:CooperativeStickyAssignor",
-                                member_id=spec.name, consumer_factory="kassign.adapters.aiokafka:CooperativeConsumer")
+                                member_id=spec.name, consumer_factory="kassign.adapters.aiokafka:CooperativeConsumer",
+                                slow_revoke_ms=self.slow_revoke_ms if spec.slow_revoke else 0)
         else:
             driver.start_member(spec.kind, _STRATEGY_BY_KIND[spec.kind], member_id=spec.name)
         self.current[spec.name] = (spec, driver)
@@ -75,6 +86,21 @@ class _GroupPool:
     def crash(self, name: str) -> None:
         _, driver = self.current.pop(name)
         driver.crash_member(name)
+
+    def request_leave(self, name: str) -> None:
+        """Ask a member to close cleanly without waiting for it to exit."""
+        _, driver = self.current.pop(name)
+        driver.request_stop(name)
+
+    def freeze(self, name: str) -> float:
+        return self.current[name][1].freeze_member(name)
+
+    def thaw(self, name: str) -> float:
+        return self.current[name][1].thaw_member(name)
+
+    def note(self, event: Event) -> None:
+        """Add one of the runner's own events to the timeline."""
+        self._notes.append(event)
 
     def start_producer(self, role: str, rate: float) -> KeyedProducer:
         _, driver, _ = self._drivers[0] if self._drivers else self._new_driver("ab")
@@ -89,7 +115,7 @@ class _GroupPool:
         return {m: d.member_log(m, 10) for _, d, _ in self._drivers for m in d.failed_members()}
 
     def events(self) -> list[Event]:
-        return sorted((e for _, d, _ in self._drivers for e in d.events()), key=lambda e: e.t)
+        return sorted([*(e for _, d, _ in self._drivers for e in d.events()), *self._notes], key=lambda e: e.t)
 
     def wait_for(self, predicate: Callable[[list[Event]], list[str]], timeout: float, what: str) -> list[Event]:
         """Poll until ``predicate`` (returning problems) returns none; TimeoutError with the last problems."""
@@ -135,23 +161,33 @@ class _GroupPool:
             driver.close()
 
 
-def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming = GroupTiming(),
-                 settle_timeout: float = 30.0, log_dir: str | Path | None = None) -> ChurnResult:
+def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming | None = None,
+                 settle_timeout: float = 30.0, log_dir: str | Path | None = None,
+                 cluster: BrokerInfo | None = None) -> ChurnResult:
     """Play ``sequence`` on the broker at ``bootstrap`` and analyse its timeline (see :func:`churn_problems`).
 
+    ``timing``: the members' timeouts (default: :class:`GroupTiming` with the profile's
+    ``max_poll_ms``). ``cluster``: the handle of the replicated multi-broker cluster at
+    ``bootstrap``, needed by fault sequences (its topics are then replicated across three nodes).
     Raises ChurnFailure (with the seed and the sequence) when a member dies on its own. A group that
     does not settle in time ends the sequence early with ``result.stalled`` set; invariant violations
     are left in the result for the caller to judge (:func:`check`, :func:`churn_problems`).
     """
     profile = sequence.profile
+    timing = timing or GroupTiming(max_poll_ms=profile.max_poll_ms)
+    kinds = sequence.fault_kinds()
+    if kinds and (cluster is None or cluster.brokers < 3):
+        raise ValueError(f"sequence {sequence.seed} injects {sorted(kinds)}: it needs a replicated cluster of "
+                         f"3 brokers (cluster=...), got {cluster.describe() if cluster else 'none'}")
+    replicas = 3 if kinds else 1
     tag = f"churn-{sequence.seed}-{uuid.uuid4().hex[:6]}"
     log_root = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{tag}-"))
     log_root.mkdir(parents=True, exist_ok=True)
-    topics = {"a": create_topic(bootstrap, f"{tag}-a", profile.partitions_a),
-              "b": create_topic(bootstrap, f"{tag}-b", profile.partitions_b)}
+    topics = {"a": create_topic(bootstrap, f"{tag}-a", profile.partitions_a, replication_factor=replicas),
+              "b": create_topic(bootstrap, f"{tag}-b", profile.partitions_b, replication_factor=replicas)}
     partitions = {topics["a"]: [TopicPartition(topics["a"], p) for p in range(profile.partitions_a)],
                   topics["b"]: [TopicPartition(topics["b"], p) for p in range(profile.partitions_b)]}
-    pool = _GroupPool(bootstrap, tag, topics, timing, log_root)
+    pool = _GroupPool(bootstrap, tag, topics, timing, log_root, faults.slow_revoke_ms(sequence, timing))
     began, began_at = time.monotonic(), time.time()
     step_label = "start"
     producers: list[KeyedProducer] = []
@@ -167,11 +203,16 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         for number, step in enumerate(sequence.steps, 1):
             step_label = f"step {number} ({step})"
             log.info("seed %s %s", sequence.seed, step_label)
-            if step.action in ("leave", "resubscribe"):
+            if step.action == "failover":
+                assert cluster is not None
+                faults.run_failover(pool, step, cluster, partitions, settle_timeout)
+            elif step.action == "zombie":
+                faults.run_zombie(pool, step, timing, partitions, settle_timeout)
+            elif step.action in ("leave", "resubscribe"):
                 pool.stop(step.member)
             elif step.action in ("crash", "restart_same", "restart_new"):
                 pool.crash(step.member)
-            if step.start is not None:
+            if step.start is not None and step.action not in FAULT_ACTIONS:
                 pool.start(step.start)
             if step.settle:
                 pool.wait_settled(partitions, settle_timeout)
@@ -215,5 +256,5 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
                          (first_settle if first_settle is not None else began_at, final_settle), path,
                          stalled=stalled, unread=unread, duration=time.monotonic() - began)
-    analyse(result, partitions)
+    analyse(result, partitions, grace=timing.session_ms / 1000)
     return result

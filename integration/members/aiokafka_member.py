@@ -4,6 +4,11 @@
 paths (an assignor class or instance, e.g. ``kassign.adapters.aiokafka:StickyAssignor``);
 ``--consumer-factory module:attr`` replaces :class:`aiokafka.AIOKafkaConsumer` by any callable taking
 the same keyword arguments (e.g. a cooperative consumer class).
+
+Fault injection (the churn soak's faults, :mod:`integration.churn.faults`): ``--slow-revoke-ms N``
+makes ``on_partitions_revoked`` take ``N`` ms more before committing (an application slower than
+the rebalance timeout); after a SIGSTOP, the SIGCONT that resumes the member makes it commit what it
+processed at once and report whether the broker took that late commit (``late_commit``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -67,12 +73,17 @@ class _Listener(ConsumerRebalanceListener):
         parts = [(tp.topic, tp.partition) for tp in revoked]
         if not parts:
             return  # aiokafka's first join "revokes" nothing; that is no revocation
-        m.writer.parts("cb_revoked", parts, gen=m.generation())
+        slow = {"slow_ms": m.args.slow_revoke_ms} if m.args.slow_revoke_ms else {}
+        m.writer.parts("cb_revoked", parts, gen=m.generation(), **slow)
         m.processed.report(m.writer, parts)
         offsets = m.commit_offsets(parts)
         # Forgotten before awaiting: the poll loop keeps running meanwhile and its background
         # commits must not carry these partitions past this one (their next owner's commits win).
         m.processed.forget(parts)
+        if m.args.slow_revoke_ms:
+            # The application's slow clean-up (flushing its output, say) before it commits: longer
+            # than the rebalance timeout, so the group may go on without this member meanwhile.
+            await asyncio.sleep(m.args.slow_revoke_ms / 1000)
         await m.committer.commit_now(offsets)
         m.writer.emit("cb_revoked_done")
 
@@ -145,7 +156,30 @@ class AiokafkaMember:
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:
-            self.writer.emit("commit_err", error=type(exc).__name__)
+            # the partitions say which processed offsets may be redone by their next owner
+            self.writer.parts("commit_err", [(tp.topic, tp.partition) for tp in offsets], error=type(exc).__name__)
+
+    def on_resumed(self) -> None:
+        """SIGCONT after a SIGSTOP (a zombie): commit everything processed right away, before the
+        consumer can hear from the broker that it was expired meanwhile, and report the answer."""
+        self.writer.emit("resumed")
+        self.processed.report(self.writer)  # reported before committed, as every commit here
+        offsets = self.commit_offsets()
+        asyncio.ensure_future(self._late_commit(offsets))
+
+    async def _late_commit(self, offsets: dict[Any, int]) -> None:
+        parts = [(tp.topic, tp.partition) for tp in offsets]
+        if not parts:
+            self.writer.emit("late_commit", parts=[], ok=None, error="nothing to commit")
+            return
+        try:
+            await asyncio.wait_for(self.consumer.commit(offsets), timeout=15)
+        except asyncio.TimeoutError:
+            self.writer.parts("late_commit", parts, ok=None, error="no answer within 15 s")
+        except Exception as exc:  # a commit refused locally (IllegalStateError) is a rejection too
+            self.writer.parts("late_commit", parts, ok=False, error=type(exc).__name__)
+        else:
+            self.writer.parts("late_commit", parts, ok=True)
 
     async def report_progress(self) -> None:
         self.writer.emit("progress", pos=await positions(self.consumer, self.consumer.assignment()))
@@ -156,6 +190,7 @@ class AiokafkaMember:
         watch_stdin(lambda: loop.call_soon_threadsafe(stop.set), lambda: loop.call_soon_threadsafe(go.set))
         topics = [t for t in self.args.topics.split(",") if t]
         self.consumer = self.make_consumer()
+        loop.add_signal_handler(signal.SIGCONT, self.on_resumed)
         if self.args.hold:
             # A replacement made ready before its predecessor goes: only the group protocol is timed.
             self.writer.emit("ready")
@@ -193,6 +228,8 @@ class AiokafkaMember:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = common_arguments("aiokafka consumer-group member for kassign's group driver")
     ap.add_argument("--consumer-factory", default=None, help="module:attr replacing AIOKafkaConsumer")
+    ap.add_argument("--slow-revoke-ms", type=int, default=0,
+                    help="extra time on_partitions_revoked takes before committing (a slow application)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -14,6 +14,7 @@ import pytest
 
 from integration.churn import (
     ACTIONS,
+    FAULT_ACTIONS,
     PROFILES,
     ChurnFailure,
     ChurnProfile,
@@ -60,13 +61,15 @@ def test_sequences_respect_the_group_bounds_and_name_members_consistently(profil
         for step in seq.steps:
             seen_actions.add(step.action)
             assert (step.gap == 0) == step.settle
-            if step.action == "join":
+            if step.action == "join" or (step.action == "failover" and step.start is not None):
                 assert step.start.name not in ever and step.start.kind == "aiokafka"
                 live[step.start.name] = step.start
                 ever.add(step.start.name)
                 continue
             target = live[step.member]  # every other step acts on a live member
-            if step.action in ("leave", "crash"):
+            if step.action == "zombie":
+                assert target.kind == "aiokafka" and not target.slow_revoke and step.fault_s >= 1.0
+            elif step.action in ("leave", "crash", "failover"):
                 assert step.start is None
                 del live[step.member]
             elif step.action == "restart_same":
@@ -81,7 +84,8 @@ def test_sequences_respect_the_group_bounds_and_name_members_consistently(profil
                 assert step.start.name == target.name and step.start.subscription != target.subscription
                 live[step.member] = step.start
             assert shape.min_members <= len(live) <= shape.max_members
-    assert seen_actions == set(ACTIONS)
+            assert sum(m.slow_revoke for m in live.values()) <= 1  # two slow revokers could keep expelling each other
+    assert seen_actions == set(ACTIONS) | (set(FAULT_ACTIONS) if shape.fault_probability else set())
 
 
 def test_the_soak_profile_sometimes_mixes_in_librdkafka_and_java_members_and_small_never_does():
