@@ -28,6 +28,7 @@ from integration.churn.judge import (
     check,
     churn_problems,
     excused_partitions,
+    hung_closes,
     settle_problems,
     unowned_partition_seconds,
 )
@@ -55,5 +56,6 @@ __all__ = [
     "churn_problems",
     "settle_problems",
     "excused_partitions",
+    "hung_closes",
     "unowned_partition_seconds",
 ]

@@ -39,8 +39,10 @@ class FaultReport:
     #: members frozen; of their late commits after resuming, how many the broker (or client) rejected
     zombies: int = 0
     late_commits_rejected: int = 0
-    #: slow revocations; of them, how many outlasted the round (the member then lost its partitions)
+    #: slow revocations; of them, how many came in a rebalance (not while closing), and how many
+    #: outlasted the round (the member then lost its partitions)
     slow_revocations: int = 0
+    slow_in_rebalance: int = 0
     slow_revokers_expelled: int = 0
     #: double-owned partition-seconds inside zombie windows (excused)
     zombie_ps: float = 0.0
@@ -104,7 +106,12 @@ def fault_report(events: Sequence[Event], overlaps: Iterable[Overlap], grace: fl
     windows = zombie_windows(ordered, grace)
     counted, excused = split_overlaps(overlaps, windows)
     report = FaultReport(zombie_ps=excused)
+    closing: set[str] = set()
     for e in ordered:
+        if e.ev == "closing":
+            closing.add(e.id)
+        elif e.ev == "subscribed":
+            closing.discard(e.id)  # the same name started again
         if e.ev == "node_killed":
             report.failovers += 1
             report.failovers_mid_rebalance += e.extra.get("group_state") in ("PREPARING_REBALANCING",
@@ -114,6 +121,7 @@ def fault_report(events: Sequence[Event], overlaps: Iterable[Overlap], grace: fl
             _judge_zombie(ordered, e, grace, report)
         elif e.ev == "cb_revoked" and e.extra.get("slow_ms"):
             report.slow_revocations += 1
+            report.slow_in_rebalance += e.id not in closing
             end = next(w_end for w_start, w_end in windows[e.id] if w_start == e.t)
             lost = _first(ordered, e.id, ("cb_lost",), e.t)
             report.slow_revokers_expelled += lost is not None and lost.t == end

@@ -104,7 +104,7 @@ PROFILES: dict[str, ChurnProfile] = {
     # in groups of 2-6 (a 2-core machine also runs the three brokers)
     "faults": ChurnProfile(min_members=2, max_members=6, min_steps=4, max_steps=8, partitions_a=6, partitions_b=3,
                            settle_probability=0.7, rate=60.0, fault_probability=0.35,
-                           slow_revoker_probability=0.5, max_poll_ms=6000),
+                           slow_revoker_probability=1.0, max_poll_ms=6000),
 }
 
 

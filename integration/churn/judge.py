@@ -27,8 +27,8 @@ from integration.timeline_checks import (
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 
-__all__ = ["settle_problems", "excused_partitions", "unowned_partition_seconds", "ChurnResult", "ChurnFailure",
-           "churn_problems", "analyse", "check"]
+__all__ = ["settle_problems", "excused_partitions", "unowned_partition_seconds", "hung_closes", "ChurnResult",
+           "ChurnFailure", "churn_problems", "analyse", "check"]
 
 
 def settle_problems(events: Sequence[Event], live: Mapping[str, Iterable[str]],
@@ -96,6 +96,27 @@ def excused_partitions(events: Iterable[Event]) -> dict[TopicPartition, str]:
             mine.clear()
             closing.discard(e.id)
     return dict(sorted(out.items()))
+
+
+def hung_closes(events: Iterable[Event]) -> list[str]:
+    """Members that began closing and never finished: the driver killed them (exit -9, no ``crash``
+    event, which marks a kill on purpose) after waiting for their close."""
+    closing_since: dict[str, float] = {}
+    crashed: set[str] = set()
+    out = []
+    for e in sorted(events, key=lambda e: e.t):
+        if e.ev == "closing":
+            closing_since[e.id] = e.t
+        elif e.ev == "closed":
+            closing_since.pop(e.id, None)
+        elif e.ev == "crash":
+            crashed.add(e.id)
+        elif e.ev == "exit":
+            since = closing_since.pop(e.id, None)
+            if since is not None and e.extra.get("code") == -9 and e.id not in crashed:
+                out.append(f"member {e.id} began closing at {since:.3f} and never finished: killed at {e.t:.3f}")
+            crashed.discard(e.id)
+    return out
 
 
 def _measure(segments: list[tuple[float, float]]) -> float:
@@ -171,6 +192,8 @@ class ChurnResult:
     duration: float = 0.0
     #: the injected faults and what they did (all zero without faults)
     faults: FaultReport = field(default_factory=FaultReport)
+    #: members whose close never finished (see :func:`hung_closes`)
+    hung: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> int:
@@ -191,7 +214,8 @@ class ChurnResult:
             return ""
         return (f"; faults: {f.failovers} failover(s) ({f.failovers_mid_rebalance} mid-rebalance), "
                 f"{f.zombies} zombie(s) ({f.late_commits_rejected} late commits rejected), "
-                f"{f.slow_revocations} slow revocation(s) ({f.slow_revokers_expelled} expelled), "
+                f"{f.slow_revocations} slow revocation(s) ({f.slow_in_rebalance} in a rebalance, "
+                f"{f.slow_revokers_expelled} expelled), "
                 f"zombie-window double-owned {f.zombie_ps:.3f} ps")
 
 
@@ -216,6 +240,7 @@ def churn_problems(result: ChurnResult) -> list[str]:
     if result.producer_errors:
         problems.append(f"producer errors: {result.producer_errors[:3]}")
     problems += [f"member {m} exited on its own: {tail}" for m, tail in result.failed_members.items()]
+    problems += result.hung
     problems += result.faults.problems
     return problems
 
@@ -227,6 +252,7 @@ def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartitio
     result.generations = len({e.extra["gen"] for e in events if isinstance(e.extra.get("gen"), int)
                               and e.extra["gen"] >= 0 and e.ev in ("cb_assigned", "cb_revoked", "sync")})
     result.faults, counted = fault_report(events, double_ownership(events), grace)
+    result.hung = hung_closes(events)
     result.double_owned_ps = sum(outside for _, outside in counted)
     result.overlaps = [f"{o} ({outside:.3f}s outside zombie windows)" if outside < o.end - o.start - 1e-9 else str(o)
                        for o, outside in counted]
