@@ -340,7 +340,7 @@ class Message(FlexibleStruct):
         """
         self.check_version(version)
         w = FlexWriter()
-        _write_struct(w, self, type(self), version, "")
+        _write_struct(w, self, type(self), version, type(self).__name__)
         return w.getvalue()
 
     @classmethod
