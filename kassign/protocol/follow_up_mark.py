@@ -1,5 +1,5 @@
 """kassign's "fast follow-up" mark in an assignment's user data: its wire format, written and read
-alike by the aiokafka adapter (:mod:`kassign.adapters.aiokafka.follow_up`) and the simulator.
+alike by every kassign member, whichever driver runs it (:mod:`kassign.membership.follow_up` decides when).
 
 Under the cooperative protocol a leader whose assignor withholds partitions (they must be revoked
 before they can move) knows a follow-up rebalance is needed. A kassign leader then marks every

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kassign.model import RebalanceProtocol
+from kassign.sim.processing import Processing
 
 __all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS", "MAX_MS"]
 
@@ -30,6 +31,8 @@ BROKER_MODELS = ("kafka", "tansu")
 #: ``assign_ms`` for the leader to compute and send the assignment (so its SyncGroup arrives
 #: after the others'), and ``network_ms`` each way between member and coordinator.
 CLIENT_PRESETS: dict[str, dict[str, float]] = {
+    "aiokafka": {"spawn_ms": 5.0, "startup_ms": 20.0, "poll_ms": 2.0, "revocation_ms": 3.0, "assign_ms": 3.0,
+                 "network_ms": 1.0},
     "java": {"spawn_ms": 28.0, "startup_ms": 30.0, "poll_ms": 8.0, "revocation_ms": 5.0, "assign_ms": 5.0,
              "network_ms": 3.5},
     "librdkafka": {"spawn_ms": 3.0, "startup_ms": 10.0, "poll_ms": 3.0, "revocation_ms": 1.0, "assign_ms": 1.0,
@@ -70,7 +73,8 @@ class SimConfig:
     poll_ms: float | None = None
     revocation_ms: float | None = None
     assign_ms: float | None = None
-    processing_ms: float = 0.0  # record processing per poll loop; delays noticing a rebalance
+    processing_ms: float = 0.0  # work per poll batch: fixed, or the low end of a uniform range
+    processing_max_ms: float | None = None  # the high end of that range (None: fixed)
     jitter_ms: float = 0.0
     horizon_ms: float = 600000.0  # give up on settling this long after the last step
     fast_follow_up: bool = False
@@ -96,11 +100,18 @@ class SimConfig:
             if not math.isfinite(value) or not 0 <= value <= MAX_MS:
                 raise ValueError(f"{f.name} must be a finite number of milliseconds from 0 to {MAX_MS:,} "
                                  f"(Kafka's int32 limit), got {value!r}")
+        if self.processing_max_ms is not None and self.processing_max_ms < self.processing_ms:
+            raise ValueError(f"processing_max_ms ({self.processing_max_ms!r}) must not be below processing_ms "
+                             f"({self.processing_ms!r})")
         if self.heartbeat_interval_ms < 1 or self.session_timeout_ms < 1:
             raise ValueError(
                 f"heartbeat_interval_ms and session_timeout_ms must be >= 1, got "
                 f"{self.heartbeat_interval_ms!r} and {self.session_timeout_ms!r}"
             )
+
+    def processing(self) -> Processing:
+        """Each member's work per poll batch (the same distribution for every member)."""
+        return Processing(self.processing_ms, self.processing_max_ms)
 
     def latency_ms(self, name: str) -> float:
         """A client latency (``network_ms``, ``poll_ms``...): the explicit setting or the preset's."""

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kassign.model import Assignment, Subscription, TopicPartition
 from kassign.sim.engine import EventLoop, Timer
 
-if TYPE_CHECKING:
-    from kassign.sim.member import SimMember
-
-__all__ = ["JoinResponse", "SyncResponse", "KafkaCoordinator", "TansuCoordinator", "Coordinator"]
+__all__ = ["GroupMember", "JoinResponse", "SyncResponse", "KafkaCoordinator", "TansuCoordinator", "Coordinator"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +30,17 @@ MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
 REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
 ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
 UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+
+
+class GroupMember(Protocol):
+    """A member as the broker sees it: its ids and where its answers go."""
+
+    id: str
+    instance_id: str | None
+
+    def on_join_response(self, response: JoinResponse) -> None: ...
+    def on_sync_response(self, response: SyncResponse) -> None: ...
+    def on_heartbeat_response(self, error: str | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ _NOTHING = Assignment([])
 
 @dataclass
 class _Member:
-    member: SimMember
+    member: GroupMember
     subscription: Subscription | None = None
     awaiting_join: bool = False
     awaiting_sync: bool = False
@@ -89,13 +97,13 @@ class Coordinator:
         """Whether no rebalance is in flight on the broker side."""
         raise NotImplementedError
 
-    def _reply_join(self, member: SimMember, response: JoinResponse) -> None:
+    def _reply_join(self, member: GroupMember, response: JoinResponse) -> None:
         self.loop.after(self.network_s, member.on_join_response, response)
 
-    def _reply_sync(self, member: SimMember, response: SyncResponse) -> None:
+    def _reply_sync(self, member: GroupMember, response: SyncResponse) -> None:
         self.loop.after(self.network_s, member.on_sync_response, response)
 
-    def _reply_heartbeat(self, member: SimMember, error: str | None) -> None:
+    def _reply_heartbeat(self, member: GroupMember, error: str | None) -> None:
         self.loop.after(self.network_s, member.on_heartbeat_response, error, background=error is None)
 
     def _granted(self, member_id: str) -> SyncResponse:
@@ -124,7 +132,7 @@ class KafkaCoordinator(Coordinator):
     def settled(self) -> bool:
         return self.state in ("Stable", "Empty")
 
-    def join(self, member: SimMember, subscription: Subscription, known_id: bool) -> None:
+    def join(self, member: GroupMember, subscription: Subscription, known_id: bool) -> None:
         """JoinGroup from ``member``; ``known_id`` False for a member's first join."""
         mid = member.id
         instance = subscription.group_instance_id
@@ -160,7 +168,7 @@ class KafkaCoordinator(Coordinator):
             state.awaiting_join = True
             self._prepare_rebalance()
 
-    def _add(self, member: SimMember, subscription: Subscription) -> None:
+    def _add(self, member: GroupMember, subscription: Subscription) -> None:
         state = _Member(member, subscription, awaiting_join=True)
         self.members[member.id] = state
         if subscription.group_instance_id is not None:
@@ -185,7 +193,7 @@ class KafkaCoordinator(Coordinator):
         else:
             self._prepare_rebalance()
 
-    def _static_rejoin(self, member: SimMember, subscription: Subscription) -> None:
+    def _static_rejoin(self, member: GroupMember, subscription: Subscription) -> None:
         """KIP-345: a restarted static member takes its old member id's place (and assignment);
         no rebalance if the group is Stable."""
         old = self._static[subscription.group_instance_id]  # type: ignore[index]
@@ -264,7 +272,7 @@ class KafkaCoordinator(Coordinator):
         log.debug("t=%.3f session of %s expired", self.loop.now, member_id)
         self._remove(member_id)
 
-    def leave(self, member: SimMember) -> None:
+    def leave(self, member: GroupMember) -> None:
         """LeaveGroup: the member goes at once (no session timeout); the others learn of it only
         from their next heartbeat."""
         self._remove(member.id)
@@ -313,7 +321,7 @@ class KafkaCoordinator(Coordinator):
     def _join_result(self, mid: str) -> JoinResponse:
         return JoinResponse(generation=self.generation, leader=self.leader, members=self._subscriptions_for(mid))
 
-    def sync(self, member: SimMember, generation: int, assignment: dict[str, Assignment] | None) -> None:
+    def sync(self, member: GroupMember, generation: int, assignment: dict[str, Assignment] | None) -> None:
         """SyncGroup from ``member``; the leader's carries everyone's assignment."""
         state = self.members.get(member.id)
         if state is None:
@@ -337,7 +345,7 @@ class KafkaCoordinator(Coordinator):
         else:
             self._reply_sync(member, self._granted(member.id))
 
-    def heartbeat(self, member: SimMember, generation: int) -> None:
+    def heartbeat(self, member: GroupMember, generation: int) -> None:
         """Heartbeat: the only way a stable member learns that a rebalance began."""
         state = self.members.get(member.id)
         if state is None:
@@ -382,7 +390,7 @@ class TansuCoordinator(Coordinator):
         self.forming = True
         self.assignment = {}
 
-    def _evict(self, member: SimMember, static: bool) -> None:
+    def _evict(self, member: GroupMember, static: bool) -> None:
         """Tansu's ``missed_heartbeat``: refresh the caller, evict whoever was silent too long."""
         now = self.loop.now
         if static:
@@ -401,12 +409,12 @@ class TansuCoordinator(Coordinator):
             self._reform()
 
     # -- JoinGroup -----------------------------------------------------------------------------
-    def join(self, member: SimMember, subscription: Subscription, known_id: bool) -> None:
+    def join(self, member: GroupMember, subscription: Subscription, known_id: bool) -> None:
         """JoinGroup: re-evaluated every second until half the session timeout has passed."""
         self._in_flight += 1
         self._join_round(member, subscription, known_id, self.loop.now)
 
-    def _join_round(self, member: SimMember, subscription: Subscription, known_id: bool, started: float) -> None:
+    def _join_round(self, member: GroupMember, subscription: Subscription, known_id: bool, started: float) -> None:
         static = subscription.group_instance_id is not None
         self._evict(member, static)
         response = self._process_join(member, subscription, known_id)
@@ -419,7 +427,7 @@ class TansuCoordinator(Coordinator):
             self._in_flight -= 1
             self._reply_join(member, response)
 
-    def _process_join(self, member: SimMember, subscription: Subscription, known_id: bool) -> JoinResponse:
+    def _process_join(self, member: GroupMember, subscription: Subscription, known_id: bool) -> JoinResponse:
         mid = member.id
         instance = subscription.group_instance_id
         if not known_id and instance is None:
@@ -447,7 +455,7 @@ class TansuCoordinator(Coordinator):
             self.leader = mid
         return JoinResponse(generation=self.generation, leader=self.leader, members=self._subscriptions_for(mid))
 
-    def _rename(self, old: str, member: SimMember) -> None:
+    def _rename(self, old: str, member: GroupMember) -> None:
         """A restarted static member takes over its previous member id's entry."""
         state = self.members.pop(old)
         state.member = member
@@ -458,12 +466,12 @@ class TansuCoordinator(Coordinator):
             self.leader = member.id
 
     # -- SyncGroup -----------------------------------------------------------------------------
-    def sync(self, member: SimMember, generation: int, assignment: dict[str, Assignment] | None) -> None:
+    def sync(self, member: GroupMember, generation: int, assignment: dict[str, Assignment] | None) -> None:
         """SyncGroup: re-evaluated every second until assigned or 80 % of the session timeout."""
         self._in_flight += 1
         self._sync_round(member, generation, assignment, self.loop.now)
 
-    def _sync_round(self, member: SimMember, generation: int, assignment: dict[str, Assignment] | None,
+    def _sync_round(self, member: GroupMember, generation: int, assignment: dict[str, Assignment] | None,
                     started: float) -> None:
         self._evict(member, member.instance_id is not None)
         mid = member.id
@@ -485,7 +493,7 @@ class TansuCoordinator(Coordinator):
             self._reply_sync(member, SyncResponse(error=REBALANCE_IN_PROGRESS))
 
     # -- Heartbeat and LeaveGroup --------------------------------------------------------------
-    def heartbeat(self, member: SimMember, generation: int) -> None:
+    def heartbeat(self, member: GroupMember, generation: int) -> None:
         """Heartbeat: REBALANCE_IN_PROGRESS once the group's generation moved past the member's."""
         if member.id not in self.members:
             self._reply_heartbeat(member, UNKNOWN_MEMBER_ID)
@@ -500,7 +508,7 @@ class TansuCoordinator(Coordinator):
         else:
             self._reply_heartbeat(member, None)
 
-    def leave(self, member: SimMember) -> None:
+    def leave(self, member: GroupMember) -> None:
         """LeaveGroup: a new generation; a Formed group keeps its leader only if it stayed."""
         state = self.members.pop(member.id, None)
         if state is None:

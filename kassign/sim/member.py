@@ -1,41 +1,50 @@
-"""A simulated consumer: the client side of the classic group protocol, as Java's
-``ConsumerCoordinator`` runs it.
+"""A simulated consumer: the member rules of :class:`kassign.membership.ClassicMember` (the same
+object kassign's aiokafka coordinator runs) driven on the simulator's clock, inside a poll loop.
 
-Eager: before every JoinGroup the member revokes everything it owns (the revoke callback's cost
-is paid while the whole group waits at the barrier), and after SyncGroup it is handed its whole
-assignment. Cooperative (KIP-429): the member keeps its partitions through the rebalance, sends
-them as owned partitions, and after SyncGroup revokes only what the leader took away, then
-joins again at once so those partitions can be handed over in a second round. A stable member
-learns of a rebalance only from its next heartbeat (the heartbeat timer restarts at every sync).
+Eager: before every JoinGroup the member revokes everything it owns; after SyncGroup it is handed
+its whole assignment. Cooperative (KIP-429): it keeps its partitions through the rebalance, sends
+them as owned partitions, revokes only what the leader took away, and joins again so those can be
+handed over in a second round. A stable member learns of a rebalance only from its next heartbeat
+(heartbeats run on their own thread or task in every client), and so do the survivors of a leave
+or a crash: the classic protocol has no way to tell them sooner.
 
-That includes a LeaveGroup or a crash: the classic protocol has no way for the broker or the
-departing member to tell the survivors, so they find out from their next heartbeat after the
-coordinator began the rebalance, on average half a heartbeat interval later. Neither kassign nor
-any other client can shorten that wait except by heartbeating more often.
+Where the poll loop comes in, per client (``client``):
 
-kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.protocol.follow_up_mark`) removes the other
-heartbeat wait, the one before a cooperative follow-up rebalance: a kassign leader whose assignor
-withholds partitions marks every assignment, and a marked kassign member rejoins right after its
-revocations (at once if it has none), once per marked generation and never for two marked
-generations in a row (then it waits for its heartbeat, as other clients do).
+* ``java``: the consumer joins, syncs and runs its callbacks only inside ``poll()``, so it acts on a
+  rebalance when the batch in hand is done (and rejoins at once, still inside ``poll()``, after a
+  cooperative revocation);
+* ``librdkafka``: a background thread joins and syncs, but rebalance callbacks (revoke, assign,
+  lost) wait for the next ``poll()``; an eager member must revoke before it can join;
+* ``aiokafka`` (kassign): the group coordinator is a task of its own, so joins and callbacks do not
+  wait for the application's batch.
+
+Every client's ``close()`` waits for the batch in hand. How long batches take is
+:class:`~kassign.sim.processing.Processing`'s; each member draws from its own seeded generator.
+
+kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
+heartbeat wait before a cooperative follow-up rebalance: a kassign leader whose assignor withholds
+partitions marks every assignment, and a marked member rejoins right after its revocations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kassign.membership import ClassicMember, InvalidAssignment, SyncOutcome
+from kassign.membership.classic import FENCING_ERRORS
 from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
-from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
+from kassign.sim.processing import Processing
 
 if TYPE_CHECKING:
     from kassign.sim.coordinator import JoinResponse, SyncResponse
     from kassign.sim.engine import EventLoop, Timer
 
-__all__ = ["SimMember", "GroupContext", "SimulationError"]
+__all__ = ["SimMember", "GroupContext", "SimulationError", "CLIENT_KINDS"]
 
-
-FENCED = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"})
+#: How each client's poll loop meets the group protocol (see the module docstring).
+CLIENT_KINDS = ("java", "librdkafka", "aiokafka")
 
 
 class SimulationError(RuntimeError):
@@ -61,32 +70,74 @@ class GroupContext(Protocol):
 class SimMember:
     """One incarnation of a consumer: ``name`` is its id in the timeline (``m1``...), ``id`` its
     broker member id (a new one per restart, as a real consumer gets). ``fast_follow_up``: a
-    kassign consumer that sets and acts on the follow-up mark."""
+    kassign consumer that sets and acts on the follow-up mark. ``client``: one of
+    :data:`CLIENT_KINDS`; ``processing``: its work per poll batch, drawn from ``rng``."""
 
     def __init__(self, name: str, incarnation: int, ctx: GroupContext, assignor: Any, topics: Iterable[str],
-                 instance_id: str | None = None, fast_follow_up: bool = False) -> None:
+                 instance_id: str | None = None, fast_follow_up: bool = False, *, client: str = "java",
+                 processing: Processing | None = None, rng: random.Random | None = None) -> None:
+        if client not in CLIENT_KINDS:
+            raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
         self.name = name
         self.id = f"{name}-{incarnation}"
         self.ctx = ctx
         self.assignor = assignor
         self.topics = sorted(set(topics))
         self.instance_id = instance_id
-        self.fast_follow_up = fast_follow_up
-        self._followed_mark = -1  # generation of the last follow-up mark acted on
-        self._followed_last = False  # whether the last SyncGroup's mark was acted on
+        self.client = client
+        self.core = ClassicMember(ctx.protocol, fast_follow_up=fast_follow_up)
+        self.processing = processing or Processing()
+        self._rng = rng or random.Random(self.id)
         self.state = "down"  # down, unjoined, joining, syncing, stable
-        self.generation = -1
-        self.owned: set[TopicPartition] = set()
+        self.generation = -1  # of the last SyncGroup answered, -1 once fenced
         self.next_heartbeat_t: float | None = None
         self._known_id = False
-        self._lost = False
+        self._lost = False  # fenced: what it owns is lost at the next join
         self._rejoin_timer: Timer | None = None
         self._heartbeat_timer: Timer | None = None
         self._scheduled_rejoin: Timer | None = None
+        # The poll loop: what the application consumes (callbacks done), and when its batch ends.
+        self.consuming: set[TopicPartition] = set()
+        self._batch_end: float | None = None
+        self._closing = False
 
     @property
-    def cooperative(self) -> bool:
-        return self.ctx.protocol is RebalanceProtocol.COOPERATIVE
+    def owned(self) -> frozenset[TopicPartition]:
+        """What the member owns by the group's rules (its callbacks may still be pending)."""
+        return self.core.owned
+
+    # -- the poll loop -------------------------------------------------------------------------
+    def _set_consuming(self, partitions: set[TopicPartition]) -> None:
+        was_idle = not self.consuming
+        self.consuming = partitions
+        if not partitions:
+            self._batch_end = None
+        elif was_idle:
+            self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
+
+    def _at_poll(self) -> float:
+        """When the poll loop is next inside ``poll()``: once the batch in hand is done."""
+        now = self.ctx.loop.now
+        if self._batch_end is None or not self.processing.busy:
+            return now
+        while self._batch_end <= now:
+            self._batch_end += self.processing.sample_s(self._rng)
+        return self._batch_end
+
+    def _pause_batches(self) -> None:
+        """A Java consumer inside ``poll()`` for a rebalance processes nothing until it returns."""
+        if self.client == "java":
+            self._batch_end = None
+
+    def _resume_batches(self) -> None:
+        if self.consuming and self._batch_end is None:
+            self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
+
+    def _when_polling(self, fn: Callable[..., Any], *args: Any, latency: bool = True) -> Timer:
+        """Run ``fn`` at the next ``poll()``, plus the loop's own latency to act on what its heartbeat
+        learnt (``latency``; an event queued for ``poll()`` wakes an idle one at once)."""
+        delay = self._at_poll() - self.ctx.loop.now + (self.ctx.latency("poll_ms") if latency else 0.0)
+        return self.ctx.loop.after(delay, fn, *args)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -96,18 +147,28 @@ class SimMember:
         self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("startup_ms"), self._rejoin)
 
     def close(self) -> None:
-        """``consumer.close()``: revoke everything, then LeaveGroup (static members skip it)."""
+        """``consumer.close()`` once the batch in hand is done: revoke everything, then LeaveGroup
+        (static members skip it)."""
+        if self.state == "down" or self._closing:
+            return
+        self._closing = True
+        self.ctx.loop.after(self._at_poll() - self.ctx.loop.now, self._close_now)
+
+    def _close_now(self) -> None:
         if self.state == "down":
             return
         ctx = self.ctx
         self._stop()
         ctx.emit(self.name, "closing")
+        departure = self.core.leave(generation_reset=self._lost)
         delay = 0.0
-        if self.owned:
-            ctx.emit(self.name, "cb_revoked", self.owned)
-            self.owned = set()
+        if departure.lost:
+            ctx.emit(self.name, "cb_lost", departure.lost)
+        if departure.revoked:
+            ctx.emit(self.name, "cb_revoked", departure.revoked)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
+        self._set_consuming(set())
         if self.instance_id is None:
             ctx.loop.after(delay + ctx.latency("network_ms"), ctx.coordinator.leave, self)
         ctx.loop.after(delay + 2 * ctx.latency("network_ms"), ctx.emit, self.name, "closed")
@@ -117,7 +178,8 @@ class SimMember:
         if self.state == "down":
             return
         self._stop()
-        self.owned = set()
+        self.core.lose_all()
+        self._set_consuming(set())
         self.ctx.emit(self.name, "crash")
 
     def change_subscription(self, topics: Iterable[str]) -> None:
@@ -134,11 +196,21 @@ class SimMember:
         self.next_heartbeat_t = None
 
     # -- joining -------------------------------------------------------------------------------
+    def _gives_up_before_joining(self) -> bool:
+        """Whether the next join starts with a callback (lost, or revoked before JoinGroup)."""
+        if not self.owned:
+            return False
+        return self._lost or not self.core.cooperative or any(tp.topic not in self.topics for tp in self.owned)
+
     def request_rejoin(self) -> None:
-        """Rejoin at the next poll, unless a join is already under way."""
+        """Join again, when this client's loop gets to it; unless a join is already under way."""
         if self.state in ("down", "joining", "syncing") or self._rejoin_timer is not None:
             return
-        self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("poll_ms") + self.ctx.latency("processing_ms"), self._rejoin)
+        waits_for_poll = self.client == "java" or (self.client == "librdkafka" and self._gives_up_before_joining())
+        if waits_for_poll:
+            self._rejoin_timer = self._when_polling(self._rejoin)
+        else:
+            self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("poll_ms"), self._rejoin)
 
     def _rejoin(self) -> None:
         """``onJoinPrepare`` then JoinGroup."""
@@ -150,35 +222,28 @@ class SimMember:
         self._heartbeat_timer = None
         self.next_heartbeat_t = None
         self.state = "joining"
-        if self._lost:
-            self._lost = False
-            if self.owned:
-                ctx.emit(self.name, "cb_lost", self.owned)
-                self.owned = set()
-        if self.cooperative:
-            revoke = {tp for tp in self.owned if tp.topic not in self.topics}
-        else:
-            revoke = set(self.owned)
-        if revoke:
-            ctx.emit(self.name, "cb_revoked", revoke)
-            self.owned -= revoke
+        self._pause_batches()
+        preparation = self.core.prepare_join(self.topics, generation_reset=self._lost)
+        self._lost = False
+        if preparation.lost:
+            ctx.emit(self.name, "cb_lost", preparation.lost)
+        gone = preparation.lost | preparation.revoked
+        if preparation.revoked:
+            ctx.emit(self.name, "cb_revoked", preparation.revoked)
+            self._set_consuming(self.consuming - gone)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
             ctx.loop.after(delay, self._send_join)
         else:
+            self._set_consuming(self.consuming - gone)
             self._send_join()
 
     def _send_join(self) -> None:
         if self.state != "joining":
             return
         ctx = self.ctx
-        subscription = Subscription(
-            topics=list(self.topics),
-            user_data=self.assignor.subscription_user_data(set(self.topics)),
-            owned_partitions=sorted(self.owned),
-            generation_id=self.generation if self.generation >= 0 else None,
-            group_instance_id=self.instance_id,
-        )
+        subscription = self.core.subscription(self.topics, self.assignor.subscription_user_data(set(self.topics)),
+                                              instance_id=self.instance_id)
         ctx.emit(self.name, "join", gen=self.generation)
         ctx.loop.after(ctx.latency("network_ms"), ctx.coordinator.join, self, subscription, self._known_id)
 
@@ -202,22 +267,16 @@ class SimMember:
         self.ctx.loop.after(delay, self.ctx.coordinator.sync, self, response.generation, assignment)
 
     def _lead(self, subscriptions: dict[str, Subscription], generation: int) -> dict[str, Assignment]:
-        """The leader's ``onLeaderElected``: run the assignor, check a cooperative result, attach
-        the user data an assignor hands every member (``assignment_user_data``, if it has one),
-        marked "follow-up pending" by a kassign leader whose assignor withheld partitions."""
-        ppt = dict(self.ctx.partitions_per_topic)
-        assignment = self.assignor.assign(ppt, subscriptions)
-        if self.cooperative:
-            _check_cooperative(subscriptions, assignment)
-        user_data = getattr(self.assignor, "assignment_user_data", None)
-        withheld = getattr(self.assignor, "partitions_transferring_ownership", None)
-        if self.fast_follow_up and self.cooperative and withheld:
-            user_data = mark_follow_up(generation, user_data)
+        """The leader's ``onLeaderElected``, by the membership core's rules."""
+        try:
+            decision = self.core.lead(self.assignor, self.ctx.partitions_per_topic, subscriptions, generation)
+        except InvalidAssignment as exc:
+            raise SimulationError(str(exc)) from exc
         self.ctx.leader_assigned(self)
-        return {m: Assignment(sorted(parts), user_data) for m, parts in assignment.items()}
+        return decision.assignments
 
     def on_sync_response(self, response: SyncResponse) -> None:
-        """SyncGroup answered: adopt the assignment and run the callbacks."""
+        """SyncGroup answered: adopt the assignment; the callbacks run as this client runs them."""
         if self.state != "syncing":
             return
         if response.error is not None:
@@ -226,62 +285,54 @@ class SimMember:
         ctx = self.ctx
         self.generation = response.generation
         self.state = "stable"
-        mark, user_data = read_follow_up(response.user_data)  # other clients skip the mark too
-        # At most one fast follow-up in a row: on a broker that answers the leader's SyncGroup
-        # before the others' (Tansu), a leader rejoining at once would start a new generation
-        # before the others could sync, revoke, and so stop the next round from withholding.
-        follow_up = (self.fast_follow_up and mark is not None and mark > self._followed_mark
-                     and not self._followed_last)
-        self._followed_last = follow_up
-        if follow_up:
-            self._followed_mark = mark  # type: ignore[assignment]
+        outcome = self.core.on_sync(response.generation, Assignment(list(response.partitions), response.user_data),
+                                    self.topics, self.assignor)
+        if outcome.follow_up:
             ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name, follow_up=True)
         else:
             ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name)
-        assigned = set(response.partitions)
-        self.assignor.on_assignment(sorted(assigned), response.generation)
         self._schedule_heartbeat(ctx.loop.now + ctx.heartbeat_s)
-        self._follow_assignor(user_data)
-        revoked = self.owned - assigned
-        added = assigned - self.owned
-        if revoked:
-            ctx.emit(self.name, "cb_revoked", revoked)
-            self.owned -= revoked
+        if outcome.reschedule:
+            ctx.loop.cancel(self._scheduled_rejoin)
+            self._scheduled_rejoin = None
+            if outcome.rejoin_after_s is not None:
+                self._scheduled_rejoin = ctx.loop.after(outcome.rejoin_after_s, self._scheduled_rejoin_due)
+        if self.client == "librdkafka":
+            self._when_polling(self._run_callbacks, outcome, latency=False)
+        else:
+            self._run_callbacks(outcome)
+
+    def _run_callbacks(self, outcome: SyncOutcome) -> None:
+        """Revoke (commit, callback), then take the added partitions, then rejoin when the core says so."""
+        if self.state == "down":
+            return
+        ctx = self.ctx
+        if outcome.revoked:
+            ctx.emit(self.name, "cb_revoked", outcome.revoked)
+            self._set_consuming(self.consuming - outcome.revoked)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
-            ctx.loop.after(delay, self._assigned, added)
-            ctx.loop.after(delay, self.request_rejoin)  # cooperative: hand the revoked partitions over
+            ctx.loop.after(delay, self._assigned, outcome)
         else:
-            self._assigned(added)
-            if follow_up:
-                self.request_rejoin()  # without waiting for a heartbeat to report the follow-up
+            self._assigned(outcome)
 
-    def _follow_assignor(self, user_data: bytes | None) -> None:
-        """Assignors that schedule rebalances (Connect-style delayed reassignment) read their
-        assignment's user data and may ask for a rejoin some seconds later."""
-        receive = getattr(self.assignor, "on_assignment_user_data", None)
-        if receive is None:
+    def _assigned(self, outcome: SyncOutcome) -> None:
+        if self.state == "down":
             return
-        receive(user_data)
-        delay = getattr(self.assignor, "rejoin_after_s", None)
-        if delay is not None:
-            self.ctx.loop.cancel(self._scheduled_rejoin)
-            self._scheduled_rejoin = self.ctx.loop.after(delay, self._scheduled_rejoin_due)
+        self._set_consuming((self.consuming - outcome.revoked) | outcome.added)
+        self.ctx.emit(self.name, "cb_assigned", outcome.added)
+        self._resume_batches()
+        if outcome.rejoin is not None:
+            self.request_rejoin()
 
     def _scheduled_rejoin_due(self) -> None:
         self._scheduled_rejoin = None
         self.request_rejoin()
 
-    def _assigned(self, added: set[TopicPartition]) -> None:
-        if self.state == "down":
-            return
-        self.owned |= added
-        self.ctx.emit(self.name, "cb_assigned", added)
-
     def _failed(self, error: str) -> None:
         """A join or sync refused: fenced members lose their partitions, everyone rejoins."""
         self.state = "unjoined"
-        if error in FENCED:
+        if error in FENCING_ERRORS:
             self._fenced(error)
         self.request_rejoin()
 
@@ -306,30 +357,10 @@ class SimMember:
         self._schedule_heartbeat(ctx.loop.now + ctx.heartbeat_s)
 
     def on_heartbeat_response(self, error: str | None) -> None:
-        """REBALANCE_IN_PROGRESS: rejoin at the next poll; fenced: partitions lost, rejoin."""
+        """REBALANCE_IN_PROGRESS: rejoin when this client's loop gets to it; fenced: partitions lost, rejoin."""
         if error is None or self.state != "stable":
             return
         self.state = "unjoined"
-        if error in FENCED:
+        if error in FENCING_ERRORS:
             self._fenced(error)
         self.request_rejoin()
-
-
-def _check_cooperative(subscriptions: dict[str, Subscription], assignment: dict[str, list[TopicPartition]]) -> None:
-    """Java's ``validateCooperativeAssignment``: no partition may be revoked from one member and
-    added to another in the same cooperative round. "Added" is relative to the member's own claim,
-    so a partition two members claim may stay with either of them."""
-    added: dict[TopicPartition, str] = {}
-    revoked: dict[TopicPartition, str] = {}
-    for member in sorted(assignment):
-        owned = set(subscriptions[member].owned_partitions)
-        assigned = set(assignment[member])
-        for tp in assigned - owned:
-            added[tp] = member
-        for tp in owned - assigned:
-            revoked[tp] = member
-    for tp in sorted(added.keys() & revoked.keys()):
-        raise SimulationError(
-            f"cooperative assignment moves {tp} from {revoked[tp]} to {added[tp]} in one round; "
-            f"the assignor must revoke it first"
-        )

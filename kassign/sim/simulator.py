@@ -130,6 +130,7 @@ class _Simulation:
         else:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
+        self.processing = config.processing()
 
     # -- GroupContext --------------------------------------------------------------------------
     def latency(self, name: str) -> float:
@@ -149,9 +150,13 @@ class _Simulation:
             name = f"m{len(self._incarnations) + 1}"
         incarnation = self._incarnations.get(name, 0) + 1
         self._incarnations[name] = incarnation
+        member_id = f"{name}-{incarnation}"
         member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
                            instance_id=name if self.config.static_membership else None,
-                           fast_follow_up=self.config.follows_up_fast(name))
+                           fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
+                           processing=self.processing,
+                           # Each incarnation's batches from its own generator: one member's never shift another's.
+                           rng=random.Random(f"{self.scenario.seed}/{member_id}"))
         self.members[name] = member
         member.start()
         return member

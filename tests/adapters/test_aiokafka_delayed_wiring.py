@@ -18,7 +18,8 @@ from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator  # noqa: E402
 from kassign.adapters.aiokafka.group_protocol import leader_assignment, member_metadata  # noqa: E402
 from kassign.assignors import CooperativeStickyAssignor, DelayedCooperativeStickyAssignor  # noqa: E402
-from kassign.model import RebalanceProtocol, Subscription  # noqa: E402
+from kassign.membership import ClassicMember  # noqa: E402
+from kassign.model import Assignment, RebalanceProtocol, Subscription  # noqa: E402
 from kassign.protocol import decode_assignment, decode_subscription  # noqa: E402
 from tests.adapters.fakes import FakeCluster  # noqa: E402
 
@@ -45,6 +46,8 @@ def _offline_coordinator(listener=None) -> KassignGroupCoordinator:
     coordinator._commit_response_for = None
     coordinator._joining = False
     coordinator._rebalance_timeout_ms = 30000
+    coordinator._member = ClassicMember(RebalanceProtocol.COOPERATIVE)
+    coordinator.generation = 2
     return coordinator
 
 
@@ -80,6 +83,14 @@ def test_assignors_without_state_send_no_user_data():
     assert decode_assignment(out["m"]).user_data is None and len(out["m"]) > 0
 
 
+def _follow(coordinator, assignor, user_data) -> None:
+    """What the coordinator does with an assignment's user data: the membership core reads it
+    through the assignor, the coordinator replaces its rejoin schedule."""
+    outcome = coordinator._member.on_sync(coordinator.generation, Assignment([], user_data), {"t"}, assignor)
+    assert outcome.reschedule
+    coordinator._reschedule_rejoin(assignor, outcome.rejoin_after_s)
+
+
 def _after_a_delayed_assignment(scenario):
     """Run ``scenario(coordinator, member, user_data)`` on a loop, once member "b"'s coordinator has
     followed an assignment whose user data holds a 100 ms delay."""
@@ -88,7 +99,7 @@ def _after_a_delayed_assignment(scenario):
 
     async def drive():
         coordinator = _offline_coordinator()
-        coordinator._follow_assignor_schedule(member, user_data)
+        _follow(coordinator, member, user_data)
         return await scenario(coordinator, member, user_data)
 
     return asyncio.run(drive())
@@ -106,10 +117,10 @@ def test_member_rejoins_when_the_delay_it_received_ends():
 
 def test_a_new_assignment_or_closing_cancels_the_pending_rejoin():
     async def scenario(coordinator, member, user_data):
-        coordinator._follow_assignor_schedule(member, None)  # the next assignment carries no delay
+        _follow(coordinator, member, None)  # the next assignment carries no delay
         assert member.rejoin_after_s is None
         cancelled_by_assignment = coordinator._scheduled_rejoin is None
-        coordinator._follow_assignor_schedule(member, user_data)
+        _follow(coordinator, member, user_data)
         coordinator._cancel_scheduled_rejoin()  # what close() and leaving do first
         await asyncio.sleep(0.3)
         return cancelled_by_assignment, coordinator._rejoin_needed_fut.done()

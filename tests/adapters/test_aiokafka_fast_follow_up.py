@@ -17,7 +17,8 @@ from aiokafka.util import create_future  # noqa: E402
 
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator  # noqa: E402
-from kassign.adapters.aiokafka.follow_up import FollowUpPolicy, mark_assignments, read_follow_up  # noqa: E402
+from kassign.membership import FollowUpPolicy, mark_assignments  # noqa: E402
+from kassign.protocol.follow_up_mark import read_follow_up  # noqa: E402
 from kassign.adapters.aiokafka.group_protocol import member_metadata  # noqa: E402
 from kassign.assignors import CooperativeStickyAssignor  # noqa: E402
 from kassign.model import Assignment, RebalanceProtocol, TopicPartition  # noqa: E402
@@ -30,12 +31,16 @@ def _bytes(parts, user_data=None) -> bytes:
     return encode_assignment(Assignment([TopicPartition("t", p) for p in parts], user_data))
 
 
+def _marked_bytes(data: bytes, generation: int) -> bytes:
+    return encode_assignment(mark_assignments({"m": decode_assignment(data)}, generation)["m"])
+
+
 # -- the mark on the wire ----------------------------------------------------------------------
 
 
 def test_marked_assignments_keep_partitions_and_the_assignor_user_data():
     plain = {"a": _bytes([0, 2]), "b": _bytes([1], b"delay-state"), "c": _bytes([])}
-    marked = mark_assignments(plain, 7)
+    marked = {m: _marked_bytes(data, 7) for m, data in plain.items()}
     for member, data in marked.items():
         before, after = decode_assignment(plain[member]), decode_assignment(data)
         assert after.partitions == before.partitions
@@ -45,7 +50,7 @@ def test_marked_assignments_keep_partitions_and_the_assignor_user_data():
 def test_marked_assignments_decode_with_the_plain_consumer_protocol_struct():
     # aiokafka's v0 ConsumerProtocol struct reads what Java's and librdkafka's readers read: the
     # partitions, then user data as opaque bytes.
-    data = mark_assignments({"a": _bytes([3, 1])}, 4)["a"]
+    data = _marked_bytes(_bytes([3, 1]), 4)
     decoded = ConsumerProtocolMemberAssignment.decode(data)
     assert [(t, sorted(ps)) for t, ps in decoded.assignment] == [("t", [1, 3])]
     assert read_follow_up(decoded.user_data) == (4, None)
@@ -122,8 +127,7 @@ class _Offline(KassignGroupCoordinator):
         self._subscription = subscription
         self._assignors = (_Assignor(),)
         self._protocol = protocol
-        self._follow_up = FollowUpPolicy(fast_follow_up)
-        self._init_member_state()
+        self._init_member_state(fast_follow_up)
         self._enable_auto_commit = False
         self._commit_refresh_task = None
         self._rebalance_timeout_ms = 30000
@@ -148,7 +152,7 @@ async def _sync(member: _Offline, generation: int, parts, mark: int | None, user
     member.clear_rejoin()
     data = _bytes(parts, user_data)
     if mark is not None:
-        data = mark_assignments({"m": data}, mark)["m"]
+        data = _marked_bytes(data, mark)
     await member._on_join_complete(generation, "m-1", "cooperative-sticky", data)
     await asyncio.sleep(0)
     return member.rejoin_requested()

@@ -12,13 +12,14 @@ pytest.importorskip("aiokafka")
 
 from kassign.adapters.aiokafka.group_protocol import (  # noqa: E402
     IllegalCooperativeAssignment,
-    check_cooperative_assignment,
     decode_member_subscriptions,
     leader_assignment,
     member_metadata,
     read_member_subscriptions,
     select_rebalance_protocol,
 )
+from kassign.membership import IllegalCooperativeAssignment as CooperativeRuleBroken  # noqa: E402
+from kassign.membership import check_cooperative_assignment  # noqa: E402
 from kassign.model import RebalanceProtocol, Subscription, TopicPartition  # noqa: E402
 from kassign.protocol import decode_assignment, decode_subscription, encode_subscription  # noqa: E402
 from tests.adapters.fakes import FakeCluster  # noqa: E402
@@ -121,7 +122,7 @@ def test_cooperative_rule_rejects_a_partition_moved_while_owned():
             "b": Subscription(["t"], None, [], 3)}
     check_cooperative_assignment({"a": [TP("t", 0), TP("t", 1)], "b": [TP("t", 2)]}, subs)  # unowned: fine
     check_cooperative_assignment({"a": [TP("t", 0)], "b": [TP("t", 2)]}, subs)  # withheld: fine
-    with pytest.raises(IllegalCooperativeAssignment, match=r"t-1 to b \(owned by a\)"):
+    with pytest.raises(CooperativeRuleBroken, match=r"t-1 to b \(owned by a\)"):
         check_cooperative_assignment({"a": [TP("t", 0)], "b": [TP("t", 1)]}, subs)
 
 

@@ -195,7 +195,7 @@ class _MovesOwnedPartitions:
 
 
 def test_an_assignment_a_kafka_client_would_reject_raises() -> None:
-    with pytest.raises(SimulationError, match="in one round"):
+    with pytest.raises(SimulationError, match="broke the cooperative rule"):
         simulate(scale_out(), SimConfig(**KAFKA), assignor_factory=lambda name: _MovesOwnedPartitions())
 
 

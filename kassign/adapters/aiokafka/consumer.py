@@ -18,7 +18,7 @@ from aiokafka.util import get_running_loop
 
 from kassign.adapters.aiokafka.assignors import CooperativeStickyAssignor, core_assignor_for
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator
-from kassign.adapters.aiokafka.group_protocol import select_rebalance_protocol
+from kassign.membership import select_rebalance_protocol
 from kassign.model import RebalanceProtocol
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class CooperativeConsumer(AIOKafkaConsumer):
     ``fast_follow_up`` (on by default; cooperative protocol only) starts the follow-up rebalance of
     a round that withheld partitions without waiting for the members' next heartbeat: a kassign
     leader marks the assignments and marked kassign members rejoin at once (see
-    :mod:`kassign.adapters.aiokafka.follow_up`). Measured on Apache Kafka 4.4 it cuts a scale-out's
+    :mod:`kassign.membership.follow_up`). Measured on Apache Kafka 4.4 it cuts a scale-out's
     unowned partition-seconds about 20-fold against plain KIP-429 and below eager's; on a broker
     without a join barrier (Tansu) it can add rounds instead, so ``fast_follow_up=False`` gives the
     plain KIP-429 behaviour. Java and librdkafka members in the same group ignore the mark.

@@ -1,7 +1,9 @@
 """kassign's group coordinator for aiokafka: full subscriptions and the cooperative protocol (KIP-429).
 
 It replaces the parts of aiokafka's ``GroupCoordinator`` that decide what a member sends, what the
-leader computes and what a member does with its assignment, as Java's ConsumerCoordinator does:
+leader computes and what a member does with its assignment, as Java's ConsumerCoordinator does.
+The decisions are :class:`kassign.membership.ClassicMember`'s (the rules the simulator runs too);
+this module carries them out with aiokafka's requests, fetch state and listener calls:
 
 * JoinGroup carries one v3 subscription per assignor (topics, user data, owned partitions,
   generation, rack), all protocols in a single request;
@@ -23,7 +25,7 @@ leader computes and what a member does with its assignment, as Java's ConsumerCo
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
 * a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
   hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
-* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.adapters.aiokafka.follow_up`): a leader whose assignor
+* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a leader whose assignor
   withheld partitions marks every assignment, and a marked member rejoins without waiting for its
   next heartbeat (once per marked generation, never twice in a row).
 """
@@ -45,21 +47,21 @@ from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGro
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from kassign.adapters.aiokafka.follow_up import FollowUpPolicy, mark_assignments, read_follow_up
 from kassign.adapters.aiokafka.static_heartbeat import (
     FENCED_INSTANCE_ID,
     FencedInstanceIdError,
     InstanceHeartbeatRequest,
 )
 from kassign.adapters.aiokafka.group_protocol import (
-    leader_assignment,
+    as_kafka_error,
+    cluster_inputs,
+    encode_group_assignment,
     read_member_subscriptions,
-    member_metadata,
-    select_rebalance_protocol,
 )
 from kassign.assignors.base import PartitionAssignor
-from kassign.model import RebalanceProtocol, TopicPartition
-from kassign.protocol import ProtocolError, decode_assignment
+from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
+from kassign.model import RebalanceProtocol
+from kassign.protocol import ProtocolError, decode_assignment, encode_subscription
 
 log = logging.getLogger(__name__)
 
@@ -171,25 +173,17 @@ class KassignGroupCoordinator(GroupCoordinator):
         **kwargs: Any,
     ) -> None:
         self._protocol = select_rebalance_protocol(assignors)
-        # kassign.adapters.aiokafka.follow_up: mark assignments when partitions are
-        # withheld, and rejoin at once on a mark instead of waiting for the next heartbeat.
-        self._follow_up = FollowUpPolicy(fast_follow_up)
         self._client_rack = client_rack
-        self._init_member_state()
+        self._init_member_state(fast_follow_up)
         super().__init__(client, subscription, assignors=tuple(assignors), **kwargs)
 
-    def _init_member_state(self) -> None:
+    def _init_member_state(self, fast_follow_up: bool = False) -> None:
         """kassign's own member state, as a new member has it (also used by tests that skip the network)."""
-        # What this member owns, and the aiokafka Assignment holding those partitions' positions.
-        # Tracked apart from the subscription because a subscription change drops aiokafka's
-        # assignment while a cooperative member keeps consuming what is still subscribed.
-        self._owned: frozenset[AioTopicPartition] = frozenset()
-        # The generation whose SyncGroup gave us ``_owned`` (KIP-792's meaning of the subscription's
-        # generation): unlike ``self.generation`` it does not move when a round fails after JoinGroup,
-        # so a member's metadata changes only when what it owns changes. A broker without a join
-        # barrier (Tansu) starts a new generation for every changed metadata it sees, and members
-        # re-sending the last JoinGroup's generation kept each other rebalancing there indefinitely.
-        self._owned_generation = -1
+        # The member's rules and what it owns (kassign.membership). What it owns is tracked apart from
+        # aiokafka's subscription because a subscription change drops aiokafka's assignment while a
+        # cooperative member keeps consuming what is still subscribed.
+        self._member = ClassicMember(self._protocol, fast_follow_up=fast_follow_up)
+        # The aiokafka Assignment holding the owned partitions' positions.
         self._owned_assignment: Any = None
         self._commit_sent_as: tuple[int, str] | None = None
         self._commit_response_for: tuple[int, str] | None = None
@@ -202,12 +196,6 @@ class KassignGroupCoordinator(GroupCoordinator):
         self._leave_in_flight: asyncio.Future[None] | None = None
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
-        # Leader: members whose metadata it could not read and emptied in the last completed round (they
-        # own nothing now); those of this round, until its SyncGroup succeeds; and whether this round
-        # withheld partitions for such members, so that the leader rejoins after it.
-        self._emptied_unreadable: frozenset[str] = frozenset()
-        self._emptying_unreadable: frozenset[str] = frozenset()
-        self._rejoin_after_sync = False
 
     @property
     def closing(self) -> bool:
@@ -222,17 +210,13 @@ class KassignGroupCoordinator(GroupCoordinator):
     @property
     def owned_partitions(self) -> frozenset[AioTopicPartition]:
         """The partitions this member owns right now (kept through cooperative rebalances)."""
-        return self._owned
+        return frozenset(_aio(self._member.owned))
 
     def join_metadata(self, assignor: PartitionAssignor, topics: Iterable[str]) -> bytes:
         """This member's JoinGroup metadata for one protocol."""
-        return member_metadata(
-            assignor,
-            topics,
-            owned=[TopicPartition(tp.topic, tp.partition) for tp in self._owned],
-            generation=self._owned_generation,
-            rack=self._client_rack,
-        )
+        topics = set(topics)
+        return encode_subscription(
+            self._member.subscription(topics, assignor.subscription_user_data(topics), rack=self._client_rack))
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -244,23 +228,20 @@ class KassignGroupCoordinator(GroupCoordinator):
         await self._maybe_lose_partitions()
         if self._protocol is RebalanceProtocol.EAGER:
             self._subscription.begin_reassignment()
-            if self._owned:
-                await self._revoke_partitions(self._owned)
-            return
-        # Cooperative: keep everything still subscribed; revoke the rest now.
-        topics = self._subscription.topics
-        unsubscribed = frozenset(tp for tp in self._owned if tp.topic not in topics)
-        if unsubscribed:
-            await self._revoke_partitions(unsubscribed)
+        # Eager: revoke everything; cooperative: keep everything still subscribed, revoke the rest now.
+        preparation = self._member.prepare_join(self._subscription.topics)
+        if preparation.revoked:
+            await self._revoke_partitions(_aio(preparation.revoked))
         subscription = self._subscription.subscription
-        if self._owned and subscription is not None and subscription.assignment is None:
+        owned = self.owned_partitions
+        if owned and subscription is not None and subscription.assignment is None:
             # The subscription changed, which drops aiokafka's assignment: go on consuming what
             # is kept while the group rebalances.
-            self._install(self._owned, carried=self._owned)
+            self._install(owned, carried=owned)
 
     async def _maybe_lose_partitions(self) -> None:
-        if self._owned and self._generation_reset():
-            await self._lose_partitions(self._owned)
+        if self._member.owned and self._generation_reset():
+            await self._lose_partitions(_aio(self._member.lose_all()))
             if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
                 self._install(frozenset(), carried=frozenset())
 
@@ -315,25 +296,20 @@ class KassignGroupCoordinator(GroupCoordinator):
             raise Errors.KafkaError(f"group {self.group_id} chose protocol {response.group_protocol!r}, "
                                     "which this consumer did not offer")
         subscriptions, unreadable = read_member_subscriptions(response.members)
-        may_own = unreadable - self._emptied_unreadable if self._protocol is RebalanceProtocol.COOPERATIVE else frozenset()
-        self._emptying_unreadable = unreadable
-        # Withheld partitions go out in the next round; nobody else may rejoin to start it.
-        self._rejoin_after_sync = bool(may_own)
         all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
         # The leader watches every topic the group subscribes to, so metadata changes reach it.
         self._group_subscription = all_topics
         if not self._subscription.subscribed_pattern:
             self._client.set_topics(all_topics)
         await self._client._maybe_wait_metadata()
-        assignments = leader_assignment(assignor, self._cluster, subscriptions, self._protocol,
-                                        unreadable=unreadable, may_own=may_own)
-        withheld = getattr(assignor, "partitions_transferring_ownership", None)
-        if self._follow_up.leader_marks(self._protocol is RebalanceProtocol.COOPERATIVE, withheld):
-            log.info("group %s generation %s: %d partitions withheld; marking the follow-up", self.group_id,
-                     self.generation, len(withheld or ()))
-            assignments = mark_assignments(assignments, self.generation)
+        partitions_per_topic, racks = cluster_inputs(self._cluster, subscriptions)
+        try:
+            decision = self._member.lead(assignor, partitions_per_topic, subscriptions, self.generation,
+                                         unreadable=unreadable, partition_racks=racks)
+        except InvalidAssignment as exc:
+            raise as_kafka_error(exc) from exc
         self._metadata_snapshot = self._get_metadata_snapshot()
-        return assignments
+        return encode_group_assignment(decision)
 
     # -- after SyncGroup -------------------------------------------------------------------
 
@@ -345,68 +321,36 @@ class KassignGroupCoordinator(GroupCoordinator):
             received = decode_assignment(member_assignment_bytes)
         except ProtocolError as exc:
             raise Errors.KafkaError(f"group {self.group_id}: unreadable assignment from the leader: {exc}") from exc
-
-        topics = self._subscription.topics
-        assigned = _aio(received.partitions)
-        foreign = {tp for tp in assigned if tp.topic not in topics}
-        if foreign:
-            log.warning("group %s assigned partitions of topics this member does not subscribe to: %s; "
-                        "ignoring them and rejoining", self.group_id, sorted(foreign))
-            assigned -= foreign
-            self.request_rejoin()
-        assignor.on_assignment(sorted(TopicPartition(tp.topic, tp.partition) for tp in assigned), generation)
-        # The mark is stripped whether or not this member acts on it: the assignor sees its own bytes.
-        mark, user_data = read_follow_up(received.user_data)
-        follow_up = (mark is not None and self._protocol is RebalanceProtocol.COOPERATIVE
-                     and self._follow_up.should_rejoin(mark))
-        self._follow_assignor_schedule(assignor, user_data)
-
-        revoked: frozenset[AioTopicPartition] = frozenset()
-        if self._protocol is RebalanceProtocol.COOPERATIVE:
-            revoked = self._owned - assigned
-            if revoked:
-                await self._revoke_partitions(revoked)
-            added = assigned - self._owned
-            kept = self._owned & assigned
-        else:
-            added, kept = assigned, frozenset()
+        outcome = self._member.on_sync(generation, received, self._subscription.topics, assignor)
+        if outcome.reschedule:
+            self._reschedule_rejoin(assignor, outcome.rejoin_after_s)
+        if outcome.revoked:
+            await self._revoke_partitions(_aio(outcome.revoked))
 
         current = self._subscription.subscription.assignment
-        if (self._protocol is RebalanceProtocol.COOPERATIVE and not added and not revoked
+        if (self._protocol is RebalanceProtocol.COOPERATIVE and not outcome.changed
                 and self._owned_assignment is not None and current is self._owned_assignment):
             # Nothing changed for this member: a new aiokafka Assignment would make the fetcher drop
             # the records it prefetched for every partition and fetch them again, pausing them all.
             log.debug("group %s generation %s: assignment unchanged; fetching goes on", self.group_id, generation)
         else:
-            self._install(assigned, carried=kept)
+            self._install(_aio(outcome.assigned), carried=_aio(outcome.kept))
             await self._stop_commit_offsets_refresh_task()
             self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
-        self._owned_generation = generation
         log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
-                 sorted(assigned), sorted(added), sorted(revoked))
-        await self._call_listener("on_partitions_assigned", added)
-        self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
-        if revoked or self._rejoin_after_sync:
-            # The partitions just freed (or withheld for an unreadable member) go out in the follow-up rebalance.
-            self._rejoin_after_sync = False
-            self.request_rejoin()
-        elif follow_up:
-            log.info("group %s generation %s: follow-up pending; rejoining without waiting for a heartbeat",
-                     self.group_id, generation)
+                 sorted(outcome.assigned), sorted(outcome.added), sorted(outcome.revoked))
+        await self._call_listener("on_partitions_assigned", _aio(outcome.added))
+        if outcome.rejoin is not None:
+            log.info("group %s generation %s: rejoining (%s)", self.group_id, generation, outcome.rejoin)
             self.request_rejoin()
 
-    def _follow_assignor_schedule(self, assignor: PartitionAssignor, user_data: bytes | None) -> None:
-        """Hand the assignment's user data to an assignor that reads it, and rejoin when it asks to."""
-        receive = getattr(assignor, "on_assignment_user_data", None)
-        if receive is None:
+    def _reschedule_rejoin(self, assignor: PartitionAssignor, delay_s: float | None) -> None:
+        """The assignor's rejoin schedule (its delay ending) replaces the previous one."""
+        self._cancel_scheduled_rejoin()
+        if delay_s is None:
             return
-        self._cancel_scheduled_rejoin()  # this assignment's schedule replaces the previous one
-        receive(user_data)
-        delay = getattr(assignor, "rejoin_after_s", None)
-        if delay is None:
-            return
-        log.info("group %s: assignor %s asks for a rebalance in %.3f s", self.group_id, assignor.name, delay)
-        self._scheduled_rejoin = asyncio.get_running_loop().call_later(max(0.0, delay), self._scheduled_rejoin_due)
+        log.info("group %s: assignor %s asks for a rebalance in %.3f s", self.group_id, assignor.name, delay_s)
+        self._scheduled_rejoin = asyncio.get_running_loop().call_later(delay_s, self._scheduled_rejoin_due)
 
     def _scheduled_rejoin_due(self) -> None:
         self._scheduled_rejoin = None
@@ -432,13 +376,13 @@ class KassignGroupCoordinator(GroupCoordinator):
                     state._assignment = assignment  # committed-offset refreshes now go to the new assignment
                     assignment._tp_state[tp] = state
         self._owned_assignment = assignment
-        self._owned = frozenset(partitions)
 
     # -- giving partitions up --------------------------------------------------------------
 
-    async def _revoke_partitions(self, partitions: frozenset[AioTopicPartition], *, commit: bool = True) -> None:
-        """Stop consuming ``partitions``, commit them (when ``commit`` and auto-commit are on) and
-        tell the listener."""
+    async def _revoke_partitions(self, partitions: Iterable[AioTopicPartition], *, commit: bool = True) -> None:
+        """Stop consuming ``partitions`` (the membership core no longer counts them as owned), commit
+        them (when ``commit`` and auto-commit are on) and tell the listener."""
+        partitions = frozenset(partitions)
         assignment = self._owned_assignment
         if assignment is not None:
             for tp in partitions:
@@ -449,17 +393,13 @@ class KassignGroupCoordinator(GroupCoordinator):
             await self._commit_revoked(assignment, partitions)
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
         await self._call_listener("on_partitions_revoked", partitions)
-        self._owned = self._owned - partitions
 
-    async def _lose_partitions(self, partitions: frozenset[AioTopicPartition]) -> None:
+    async def _lose_partitions(self, partitions: Iterable[AioTopicPartition]) -> None:
         """Partitions that may already belong to someone else: no commit, ``on_partitions_lost``."""
         log.warning("group %s: lost %s (generation reset)", self.group_id, sorted(partitions))
         listener = self._subscription.listener
         method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
         await self._call_listener(method, partitions)
-        self._owned = self._owned - partitions
-        if not self._owned:
-            self._owned_generation = -1
 
     async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
         offsets = {}
@@ -538,12 +478,12 @@ class KassignGroupCoordinator(GroupCoordinator):
     async def _leave_group(self) -> None:
         # Leaving (close, unsubscribe, poll timeout) gives everything up first, as Java's onLeavePrepare.
         self._cancel_scheduled_rejoin()
-        if self._owned:
-            if self._generation_reset():
-                await self._lose_partitions(self._owned)
-            else:
-                # The coordination routine has already made its last auto-commit.
-                await self._revoke_partitions(self._owned, commit=False)
+        departure = self._member.leave(generation_reset=self._generation_reset())
+        if departure.lost:
+            await self._lose_partitions(_aio(departure.lost))
+        if departure.revoked:
+            # The coordination routine has already made its last auto-commit.
+            await self._revoke_partitions(_aio(departure.revoked), commit=False)
         if self._join_in_flight and self.generation > 0 and self._group_instance_id is None:
             await self._leave_beside_the_join()
             return
@@ -585,8 +525,9 @@ class KassignGroupCoordinator(GroupCoordinator):
         # Final, as in Java: what this member owned may already be its replacement's.
         log.error("group %s: static member %s was fenced by another instance with the same id; its partitions "
                   "are lost and it will not rejoin", self.group_id, self._group_instance_id)
-        if self._owned:
-            await self._lose_partitions(self._owned)
+        lost = self._member.lose_all()
+        if lost:
+            await self._lose_partitions(_aio(lost))
         if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
             self._install(frozenset(), carried=frozenset())
         raise FencedInstanceIdError(f"group {self.group_id}: instance {self._group_instance_id}")

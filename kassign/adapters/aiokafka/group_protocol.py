@@ -1,9 +1,12 @@
-"""The consumer-protocol side of a group rebalance, shared by the drop-in assignors and kassign's
-coordinator: what a member sends in JoinGroup, how the leader reads every member's subscription,
-computes the assignment and checks it, and which rebalance protocol a list of assignors runs.
+"""The consumer-protocol side of a group rebalance as aiokafka carries it, shared by the drop-in
+assignors and kassign's coordinator: the JoinGroup metadata a member sends, reading every
+member's subscription from aiokafka's JoinGroup response, what the leader needs from aiokafka's
+cluster metadata (partition counts, replica racks), and the encoded assignments.
 
-Everything here works on kassign's codecs (``ConsumerProtocolSubscription`` v0-v3), not on
-aiokafka's v0 struct, so owned partitions, generations and racks reach the assignor.
+The rules themselves (assign, the cooperative check, unreadable members, the follow-up mark) are
+:mod:`kassign.membership`'s; everything here works on kassign's codecs
+(``ConsumerProtocolSubscription`` v0-v3), not on aiokafka's v0 struct, so owned partitions,
+generations and racks reach the assignor.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError
 
 from kassign.assignors.base import PartitionAssignor
-from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
+from kassign.membership import GroupAssignment, InvalidAssignment, assign_group, select_rebalance_protocol
+from kassign.membership import IllegalCooperativeAssignment as _CooperativeRuleBroken
+from kassign.model import RebalanceProtocol, Subscription, TopicPartition
 from kassign.protocol import (
     ProtocolError,
     decode_subscription,
@@ -32,15 +37,16 @@ __all__ = [
     "member_metadata",
     "decode_member_subscriptions",
     "read_member_subscriptions",
-    "exclude_unreadable",
     "topic_partition_counts",
     "replica_racks",
-    "check_cooperative_assignment",
+    "cluster_inputs",
+    "encode_group_assignment",
+    "as_kafka_error",
     "leader_assignment",
 ]
 
 
-class IllegalCooperativeAssignment(KafkaError):
+class IllegalCooperativeAssignment(KafkaError, _CooperativeRuleBroken):
     """The leader's assignor handed a partition to one member while another still owns it.
 
     Under the cooperative protocol that would let two members consume the same partition at once,
@@ -48,20 +54,11 @@ class IllegalCooperativeAssignment(KafkaError):
     """
 
 
-def select_rebalance_protocol(assignors: Sequence[PartitionAssignor]) -> RebalanceProtocol:
-    """The most capable protocol every assignor supports, as Java's ConsumerCoordinator picks it.
-
-    ``(range, cooperative-sticky)`` runs EAGER; ``(cooperative-sticky,)`` runs COOPERATIVE.
-    """
-    if not assignors:
-        raise ValueError("at least one partition assignor is needed, got none")
-    common = set(RebalanceProtocol)
-    for assignor in assignors:
-        common &= set(assignor.supported_protocols)
-    if not common:
-        names = [a.name for a in assignors]
-        raise ValueError(f"assignors {names} support no common rebalance protocol")
-    return max(common, key=lambda protocol: protocol.value)
+def as_kafka_error(exc: InvalidAssignment) -> KafkaError:
+    """The membership core's refusal as the KafkaError aiokafka's coordinator expects."""
+    if isinstance(exc, _CooperativeRuleBroken):
+        return IllegalCooperativeAssignment(str(exc))
+    return KafkaError(str(exc))
 
 
 def member_metadata(
@@ -167,64 +164,20 @@ def replica_racks(cluster: Any, partitions_per_topic: Mapping[str, int]) -> dict
     return racks
 
 
-def check_cooperative_assignment(
-    assignment: Mapping[str, Iterable[TopicPartition]], subscriptions: Mapping[str, Subscription]
-) -> None:
-    """Raise :class:`IllegalCooperativeAssignment` if a partition is added to one member while
-    another member still owns it in this round (it must be revoked first, then handed out in the
-    follow-up rebalance)."""
-    owner_of: dict[TopicPartition, str] = {}
-    for member_id in sorted(subscriptions):
-        for tp in subscriptions[member_id].owned_partitions:
-            owner_of.setdefault(TopicPartition(*tp), member_id)
-    conflicts = []
-    for member_id in sorted(assignment):
-        owned = set(subscriptions[member_id].owned_partitions) if member_id in subscriptions else set()
-        for tp in sorted(set(assignment[member_id]) - owned):
-            owner = owner_of.get(tp)
-            if owner is not None and owner != member_id:
-                conflicts.append(f"{tp.topic}-{tp.partition} to {member_id} (owned by {owner})")
-    if conflicts:
-        raise IllegalCooperativeAssignment(
-            "assignor broke the cooperative rule, it adds partitions still owned by other members: "
-            + ", ".join(conflicts)
-        )
+def cluster_inputs(cluster: Any, subscriptions: Mapping[str, Subscription]
+                   ) -> tuple[dict[str, int], dict[TopicPartition, frozenset[str]] | None]:
+    """What the leader's assignor needs from aiokafka's cluster metadata: the partition count of
+    every subscribed topic, and the replicas' racks when some member names its rack."""
+    all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
+    partitions_per_topic = topic_partition_counts(cluster, all_topics)
+    racks = replica_racks(cluster, partitions_per_topic) if any(s.rack_id for s in subscriptions.values()) else None
+    return partitions_per_topic, racks or None
 
 
-def exclude_unreadable(
-    result: Mapping[str, Iterable[TopicPartition]],
-    subscriptions: Mapping[str, Subscription],
-    unreadable: Collection[str],
-    may_own: Collection[str],
-) -> tuple[dict[str, list[TopicPartition]], list[TopicPartition]]:
-    """Keep a cooperative round exclusive when some members' metadata could not be read.
-
-    Such a member may still own partitions nobody can see, so it gets an empty assignment: it revokes
-    whatever it owns and rejoins. While one that ``may_own`` something is in the group, the partitions
-    no readable member claims are withheld from everybody (they may be its own) until the next round.
-    Returns the new assignment and the partitions withheld.
-    """
-    claimed = {TopicPartition(*tp) for m, sub in subscriptions.items() if m not in unreadable
-               for tp in sub.owned_partitions}
-    out: dict[str, list[TopicPartition]] = {}
-    withheld: list[TopicPartition] = []
-    for member_id, partitions in result.items():
-        if member_id in unreadable:
-            out[member_id] = []
-            continue
-        own = {TopicPartition(*tp) for tp in subscriptions[member_id].owned_partitions}
-        keep = []
-        for tp in partitions:
-            tp = TopicPartition(*tp)
-            if may_own and tp not in own and tp not in claimed:
-                withheld.append(tp)
-            else:
-                keep.append(tp)
-        out[member_id] = keep
-    if unreadable:
-        log.error("members %s sent unreadable metadata: each gets an empty assignment%s", sorted(unreadable),
-                  f"; withholding {len(withheld)} unclaimed partitions until they have revoked" if withheld else "")
-    return out, sorted(withheld)
+def encode_group_assignment(decision: GroupAssignment) -> dict[str, bytes]:
+    """Every member's assignment as SyncGroup bytes. Empty assignments are encoded too: zero-length
+    bytes would be read as "no assignment" by other clients."""
+    return {member_id: encode_assignment(assignment) for member_id, assignment in decision.assignments.items()}
 
 
 def leader_assignment(
@@ -236,30 +189,12 @@ def leader_assignment(
     unreadable: Collection[str] = (),
     may_own: Collection[str] = (),
 ) -> dict[str, bytes]:
-    """Run ``assignor`` for the whole group and encode one assignment per member.
-
-    Every member gets assignment bytes, empty assignments included: zero-length bytes would be
-    read as "no assignment" by other clients. An assignor that leaves group-wide state in
-    ``assignment_user_data`` after assigning (the delayed assignor) has it sent to every member.
-    Under the cooperative protocol, members whose metadata could not be read (``unreadable``) are
-    handled by :func:`exclude_unreadable`; ``may_own`` are those of them that may still own
-    partitions (the caller knows which it emptied last round).
-    """
-    all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
-    partitions_per_topic = topic_partition_counts(cluster, all_topics)
-    racks = replica_racks(cluster, partitions_per_topic) if any(s.rack_id for s in subscriptions.values()) else None
-    result = assignor.assign(partitions_per_topic, subscriptions, partition_racks=racks or None)
-    missing = set(subscriptions) - set(result)
-    if missing:
-        raise KafkaError(f"assignor {assignor.name!r} left members {sorted(missing)} out of its assignment")
-    if protocol is RebalanceProtocol.COOPERATIVE:
-        check_cooperative_assignment(result, subscriptions)
-        if unreadable:
-            result, _ = exclude_unreadable(result, subscriptions, unreadable, may_own)
-    log.info("assignor %s assigned %s", assignor.name,
-             {m: len(ps) for m, ps in sorted(result.items())})
-    user_data = getattr(assignor, "assignment_user_data", None)
-    return {
-        member_id: encode_assignment(Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data))
-        for member_id in subscriptions
-    }
+    """One leader round without member state (the drop-in assignors, tests): cluster metadata in,
+    :func:`kassign.membership.assign_group`, encoded assignments out."""
+    partitions_per_topic, racks = cluster_inputs(cluster, subscriptions)
+    try:
+        decision = assign_group(assignor, partitions_per_topic, subscriptions, protocol, -1,
+                                partition_racks=racks, unreadable=unreadable, may_own=may_own)
+    except InvalidAssignment as exc:
+        raise as_kafka_error(exc) from exc
+    return encode_group_assignment(decision)

@@ -1,20 +1,19 @@
-"""The fast follow-up of a cooperative rebalance (on by default), for kassign's aiokafka coordinator.
+"""kassign's fast follow-up of a cooperative rebalance: when the leader marks, when a member acts.
 
 When a cooperative round withholds partitions (their owners must revoke them before they can
 move), a follow-up round is certain. Without help the members that revoked nothing learn of it
 only from their next heartbeat. With the fast follow-up on (``CooperativeConsumer``'s default):
 
 * the leader marks every member's assignment user data "follow-up pending, generation N"
-  (:func:`kassign.protocol.follow_up_mark.mark_follow_up`: a magic prefix and the generation in front of the
-  assignor's own user data) — only when its assignor reports partitions transferring ownership;
+  (the wire format is :mod:`kassign.protocol.follow_up_mark`), only when its assignor reports
+  partitions transferring ownership;
 * a member that receives the mark rejoins as soon as its own revocations are done (at once when
   it revoked nothing), at most once per marked generation and never for two marked generations
   in a row: not for generation N+1's mark after generation N's, acted on or not. So a run of
   rounds that keep withholding (a group that keeps changing, or a broker without a join barrier)
   gets one early rejoin, then waits for heartbeats as plain KIP-429 does: no rejoin storm.
 
-Java and librdkafka members ignore assignment user data under ``cooperative-sticky``, and the
-assignment's partitions stay in the standard ``ConsumerProtocolAssignment`` encoding, so mixed
+Java and librdkafka members ignore assignment user data under ``cooperative-sticky``, so mixed
 groups read marked assignments as usual. Every kassign member strips the mark before handing the
 user data to its assignor, whether its own fast follow-up is on or not.
 """
@@ -25,28 +24,21 @@ import logging
 from collections.abc import Collection, Mapping
 
 from kassign.model import Assignment
-from kassign.protocol import decode_assignment, encode_assignment
-from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
+from kassign.protocol.follow_up_mark import mark_follow_up
 
 log = logging.getLogger(__name__)
 
-__all__ = ["mark_assignments", "FollowUpPolicy", "read_follow_up"]
+__all__ = ["FollowUpPolicy", "mark_assignments"]
 
 
-def mark_assignments(assignments: Mapping[str, bytes], generation: int) -> dict[str, bytes]:
-    """Every member's encoded assignment with its user data marked "follow-up pending" for
-    ``generation``; the partitions are re-encoded unchanged."""
-    marked = {}
-    for member_id, data in assignments.items():
-        assignment = decode_assignment(data)
-        marked[member_id] = encode_assignment(
-            Assignment(assignment.partitions, mark_follow_up(generation, assignment.user_data))
-        )
-    return marked
+def mark_assignments(assignments: Mapping[str, Assignment], generation: int) -> dict[str, Assignment]:
+    """Every member's assignment with its user data marked "follow-up pending" for ``generation``."""
+    return {member_id: Assignment(list(a.partitions), mark_follow_up(generation, a.user_data))
+            for member_id, a in assignments.items()}
 
 
 class FollowUpPolicy:
-    """One member's fast follow-up decisions: whether the leader marks, whether the member acts.
+    """One member's fast follow-up decisions: whether its leader marks, whether it acts on a mark.
 
     ``enabled`` False makes both answers always "no" (the plain KIP-429 behaviour).
     """

@@ -1,0 +1,225 @@
+"""One member of the classic group protocol (JoinGroup/SyncGroup), eager or cooperative (KIP-429),
+with the rules of Java's ``ConsumerCoordinator`` and nothing else: no client, no clock, no I/O.
+
+A driver calls :class:`ClassicMember` at each step of a round and carries out the answer:
+
+1. a join is due: :meth:`~ClassicMember.prepare_join` says what to lose (a reset generation) and
+   revoke (eager: everything; cooperative: only partitions of topics no longer subscribed) before
+   JoinGroup; :meth:`~ClassicMember.subscription` is what JoinGroup carries for each assignor;
+2. elected leader: :meth:`~ClassicMember.lead` computes every member's assignment;
+3. SyncGroup answered: :meth:`~ClassicMember.on_sync` says what is revoked, added and kept, what the
+   assignor asked to schedule, and whether (and why) to rejoin once the revocations are done;
+4. leaving or fenced: :meth:`~ClassicMember.leave` and :meth:`~ClassicMember.lose_all`.
+
+The member's ``owned`` partitions change when a step is decided; the driver runs the listener
+calls (revoked before assigned, lost without a commit) in the order the answer lists them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kassign.assignors.base import PartitionAssignor
+from kassign.membership.follow_up import FollowUpPolicy
+from kassign.membership.leader import GroupAssignment, assign_group
+from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
+from kassign.protocol.follow_up_mark import read_follow_up
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ClassicMember", "JoinPreparation", "SyncOutcome", "select_rebalance_protocol", "FENCING_ERRORS"]
+
+#: Errors after which a member's generation is gone: what it owned may already be someone else's.
+FENCING_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"})
+
+_EMPTY: frozenset[TopicPartition] = frozenset()
+
+
+def select_rebalance_protocol(assignors: Sequence[Any]) -> RebalanceProtocol:
+    """The most capable protocol every assignor supports, as Java's ConsumerCoordinator picks it.
+
+    ``(range, cooperative-sticky)`` runs EAGER; ``(cooperative-sticky,)`` runs COOPERATIVE.
+    """
+    if not assignors:
+        raise ValueError("at least one partition assignor is needed, got none")
+    common = set(RebalanceProtocol)
+    for assignor in assignors:
+        common &= set(assignor.supported_protocols)
+    if not common:
+        names = [a.name for a in assignors]
+        raise ValueError(f"assignors {names} support no common rebalance protocol")
+    return max(common, key=lambda protocol: protocol.value)
+
+
+@dataclass(frozen=True)
+class JoinPreparation:
+    """What a member gives up before joining (or when leaving): ``lost`` without a commit
+    (``on_partitions_lost``), then ``revoked`` after committing them (``on_partitions_revoked``)."""
+
+    lost: frozenset[TopicPartition] = _EMPTY
+    revoked: frozenset[TopicPartition] = _EMPTY
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    """What a member does with the assignment SyncGroup gave it for ``generation``.
+
+    In order: revoke ``revoked`` (commit, ``on_partitions_revoked``), start consuming ``added``
+    beside ``kept`` (``on_partitions_assigned(added)``), and when ``rejoin`` names a reason, join
+    again. ``ignored``: partitions of topics the member does not subscribe to (never consumed).
+    ``user_data``: the assignor's own user data, the follow-up mark stripped. ``reschedule``: the
+    assignor reads user data, so its rejoin schedule is replaced: by a rejoin ``rejoin_after_s``
+    seconds from now, or by none.
+    """
+
+    generation: int
+    assigned: frozenset[TopicPartition]
+    added: frozenset[TopicPartition]
+    revoked: frozenset[TopicPartition]
+    kept: frozenset[TopicPartition]
+    ignored: frozenset[TopicPartition] = _EMPTY
+    user_data: bytes | None = None
+    follow_up: bool = False
+    rejoin: str | None = None
+    reschedule: bool = False
+    rejoin_after_s: float | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the member's partitions changed at all."""
+        return bool(self.added or self.revoked)
+
+
+class ClassicMember:
+    """A consumer's membership in a classic group: what it owns, since which generation, and the
+    decisions of each round. ``fast_follow_up``: kassign's early rejoin on a marked assignment
+    (:mod:`kassign.membership.follow_up`)."""
+
+    def __init__(self, protocol: RebalanceProtocol, *, fast_follow_up: bool = False) -> None:
+        self.protocol = protocol
+        self.follow_up = FollowUpPolicy(fast_follow_up)
+        self.owned: frozenset[TopicPartition] = _EMPTY
+        # The generation whose SyncGroup gave ``owned`` (KIP-792's meaning of the subscription's
+        # generation): unlike the client's current generation it does not move when a round fails
+        # after JoinGroup, so a member's metadata changes only when what it owns changes. A broker
+        # without a join barrier (Tansu) starts a new generation for every changed metadata it sees.
+        self.owned_generation = -1
+        # Leader: members whose metadata it could not read and emptied in the last completed round
+        # (they own nothing now); those of this round, until its SyncGroup; and whether this round
+        # withheld partitions for such members, so that the leader rejoins after it.
+        self._emptied_unreadable: frozenset[str] = frozenset()
+        self._emptying_unreadable: frozenset[str] = frozenset()
+        self._rejoin_after_sync = False
+
+    @property
+    def cooperative(self) -> bool:
+        return self.protocol is RebalanceProtocol.COOPERATIVE
+
+    def subscription(self, topics: Iterable[str], user_data: bytes | None = None, *, rack: str | None = None,
+                     instance_id: str | None = None) -> Subscription:
+        """What JoinGroup carries for one assignor: topics, its user data, the owned partitions and
+        the generation they came from, the rack."""
+        return Subscription(sorted(set(topics)), user_data, sorted(self.owned),
+                            None if self.owned_generation < 0 else self.owned_generation, rack, instance_id)
+
+    # -- giving partitions up ----------------------------------------------------------------
+
+    def lose_all(self) -> frozenset[TopicPartition]:
+        """The generation is gone (fenced, session expired): everything owned is lost, uncommitted."""
+        lost, self.owned, self.owned_generation = self.owned, _EMPTY, -1
+        return lost
+
+    def prepare_join(self, topics: Collection[str], *, generation_reset: bool = False) -> JoinPreparation:
+        """Java's ``onJoinPrepare``: lose everything when the generation was reset; then revoke
+        everything (eager) or only what is no longer subscribed (cooperative)."""
+        lost = self.lose_all() if generation_reset else _EMPTY
+        if self.cooperative:
+            revoked = frozenset(tp for tp in self.owned if tp.topic not in topics)
+        else:
+            revoked = self.owned
+        self.owned -= revoked
+        return JoinPreparation(lost, revoked)
+
+    def leave(self, *, generation_reset: bool = False) -> JoinPreparation:
+        """Leaving the group (close, unsubscribe): everything is given up first, as Java's
+        ``onLeavePrepare`` -- lost when the generation is gone, else revoked."""
+        if generation_reset:
+            return JoinPreparation(lost=self.lose_all())
+        revoked, self.owned = self.owned, _EMPTY
+        return JoinPreparation(revoked=revoked)
+
+    # -- the leader --------------------------------------------------------------------------
+
+    def lead(
+        self,
+        assignor: PartitionAssignor,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        generation: int,
+        *,
+        unreadable: Collection[str] = frozenset(),
+        partition_racks: Mapping[TopicPartition, Any] | None = None,
+    ) -> GroupAssignment:
+        """The leader's assignment for ``generation`` (:func:`kassign.membership.leader.assign_group`).
+
+        ``unreadable``: members whose metadata did not parse. Those not emptied by this member's last
+        completed round may still own partitions, so unclaimed partitions are withheld this round and
+        the leader rejoins after it.
+        """
+        unreadable = frozenset(unreadable)
+        may_own = unreadable - self._emptied_unreadable if self.cooperative else frozenset()
+        self._emptying_unreadable = unreadable
+        self._rejoin_after_sync = bool(may_own)
+        return assign_group(assignor, partitions_per_topic, subscriptions, self.protocol, generation,
+                            partition_racks=partition_racks, unreadable=unreadable, may_own=may_own,
+                            follow_up=self.follow_up)
+
+    # -- after SyncGroup ---------------------------------------------------------------------
+
+    def on_sync(self, generation: int, assignment: Assignment, topics: Collection[str],
+                assignor: PartitionAssignor | None = None) -> SyncOutcome:
+        """Adopt the assignment of ``generation``: cooperative members revoke ``owned - assigned``, add
+        ``assigned - owned`` and keep the rest; eager members, which revoked everything before
+        joining, add it all. ``assignor`` (the round's) hears of the assignment and reads its user data."""
+        assigned = frozenset(TopicPartition(*tp) for tp in assignment.partitions)
+        ignored = frozenset(tp for tp in assigned if tp.topic not in topics)
+        if ignored:
+            log.warning("generation %s assigned partitions of topics this member does not subscribe to: %s; "
+                        "ignoring them and rejoining", generation, sorted(ignored))
+            assigned -= ignored
+        # The mark is stripped whether or not this member acts on it: the assignor sees its own bytes.
+        mark, user_data = read_follow_up(assignment.user_data)
+        follow_up = mark is not None and self.cooperative and self.follow_up.should_rejoin(mark)
+        if self.cooperative:
+            revoked, added, kept = self.owned - assigned, assigned - self.owned, self.owned & assigned
+        else:
+            revoked, added, kept = _EMPTY, assigned, _EMPTY
+        self.owned, self.owned_generation = assigned, generation
+
+        self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
+        rejoin = None
+        if ignored:
+            rejoin = "assigned partitions of unsubscribed topics"
+        elif revoked:
+            rejoin = "revoked partitions go out in the follow-up rebalance"
+        elif self._rejoin_after_sync:
+            rejoin = "partitions withheld for members with unreadable metadata"
+        elif follow_up:
+            rejoin = "follow-up pending"
+        self._rejoin_after_sync = False
+
+        reschedule, rejoin_after_s = False, None
+        if assignor is not None:
+            assignor.on_assignment(sorted(assigned), generation)
+            receive = getattr(assignor, "on_assignment_user_data", None)
+            if receive is not None:
+                # This assignment's schedule replaces the previous one, whatever it was.
+                receive(user_data)
+                reschedule = True
+                delay = getattr(assignor, "rejoin_after_s", None)
+                rejoin_after_s = None if delay is None else max(0.0, float(delay))
+        return SyncOutcome(generation, assigned, added, revoked, kept, ignored, user_data, follow_up, rejoin,
+                           reschedule, rejoin_after_s)
