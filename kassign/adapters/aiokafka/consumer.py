@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.util import get_running_loop
 
 from kassign.adapters.aiokafka.assignors import CooperativeStickyAssignor, core_assignor_for
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator
+from kassign.adapters.aiokafka.internals import check_version, coordinator_settings, make_fetcher
 from kassign.membership import select_rebalance_protocol
 from kassign.model import RebalanceProtocol
 
@@ -60,6 +60,7 @@ class CooperativeConsumer(AIOKafkaConsumer):
         fast_follow_up: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_version()
         self._kassign_fast_follow_up = fast_follow_up
         if isinstance(partition_assignment_strategy, (str, bytes)) or not partition_assignment_strategy:
             raise ValueError(f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
@@ -87,38 +88,14 @@ class CooperativeConsumer(AIOKafkaConsumer):
         assert self._fetcher is None, "Did you call `start` twice?"
         await self._client.bootstrap()
         await self._wait_topics()
-        self._fetcher = Fetcher(
-            self._client,
-            self._subscription,
-            key_deserializer=self._key_deserializer,
-            value_deserializer=self._value_deserializer,
-            fetch_min_bytes=self._fetch_min_bytes,
-            fetch_max_bytes=self._fetch_max_bytes,
-            fetch_max_wait_ms=self._fetch_max_wait_ms,
-            max_partition_fetch_bytes=self._max_partition_fetch_bytes,
-            check_crcs=self._check_crcs,
-            fetcher_timeout=self._consumer_timeout,
-            retry_backoff_ms=self._retry_backoff_ms,
-            auto_offset_reset=self._auto_offset_reset,
-            isolation_level=self._isolation_level,
-            client_rack=self._client_rack,
-        )
+        self._fetcher = make_fetcher(self)
         self._coordinator = KassignGroupCoordinator(
             self._client,
             self._subscription,
             assignors=self._kassign_assignors,
             client_rack=self._client_rack,
             fast_follow_up=self._kassign_fast_follow_up,
-            group_id=self._group_id,
-            group_instance_id=self._group_instance_id,
-            heartbeat_interval_ms=self._heartbeat_interval_ms,
-            session_timeout_ms=self._session_timeout_ms,
-            retry_backoff_ms=self._retry_backoff_ms,
-            enable_auto_commit=self._enable_auto_commit,
-            auto_commit_interval_ms=self._auto_commit_interval_ms,
-            exclude_internal_topics=self._exclude_internal_topics,
-            rebalance_timeout_ms=self._rebalance_timeout_ms,
-            max_poll_interval_ms=self._max_poll_interval_ms,
+            **coordinator_settings(self),
         )
         subscription = self._subscription.subscription
         if subscription is not None:

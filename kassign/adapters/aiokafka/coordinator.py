@@ -52,6 +52,7 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     FencedInstanceIdError,
     InstanceHeartbeatRequest,
 )
+from kassign.adapters.aiokafka.internals import carry_fetch_state, close_started, wait_for_metadata
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
     cluster_inputs,
@@ -200,7 +201,7 @@ class KassignGroupCoordinator(GroupCoordinator):
     @property
     def closing(self) -> bool:
         """Whether ``close()`` has begun."""
-        return self._closing.done()
+        return close_started(self)
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -301,7 +302,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         self._group_subscription = all_topics
         if not self._subscription.subscribed_pattern:
             self._client.set_topics(all_topics)
-        await self._client._maybe_wait_metadata()
+        await wait_for_metadata(self._client)
         partitions_per_topic, racks = cluster_inputs(self._cluster, subscriptions)
         try:
             decision = self._member.lead(assignor, partitions_per_topic, subscriptions, self.generation,
@@ -371,10 +372,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         assignment = self._subscription.subscription.assignment
         if previous is not None:
             for tp in carried:
-                state = previous.state_value(tp)
-                if state is not None:
-                    state._assignment = assignment  # committed-offset refreshes now go to the new assignment
-                    assignment._tp_state[tp] = state
+                carry_fetch_state(previous, assignment, tp)
         self._owned_assignment = assignment
 
     # -- giving partitions up --------------------------------------------------------------

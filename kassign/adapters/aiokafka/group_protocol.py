@@ -18,6 +18,7 @@ from typing import Any
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 from aiokafka.errors import KafkaError
 
+from kassign.adapters.aiokafka.internals import replica_ids
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import GroupAssignment, InvalidAssignment, assign_group, select_rebalance_protocol
 from kassign.membership import IllegalCooperativeAssignment as _CooperativeRuleBroken
@@ -149,13 +150,11 @@ def topic_partition_counts(cluster: Any, topics: Iterable[str]) -> dict[str, int
 
 def replica_racks(cluster: Any, partitions_per_topic: Mapping[str, int]) -> dict[TopicPartition, frozenset[str]]:
     """Racks of each partition's replicas, for rack-aware assignment; empty when brokers have no rack."""
-    # aiokafka keeps replica lists only in ClusterMetadata._partitions (no public accessor).
-    by_topic = getattr(cluster, "_partitions", {})
     racks: dict[TopicPartition, frozenset[str]] = {}
     for topic in partitions_per_topic:
-        for partition, meta in sorted(by_topic.get(topic, {}).items()):
+        for partition, replicas in sorted(replica_ids(cluster, topic).items()):
             replica_racks_ = set()
-            for node_id in meta.replicas:
+            for node_id in replicas:
                 broker = cluster.broker_metadata(node_id)
                 if broker is not None and broker.rack:
                     replica_racks_.add(broker.rack)
