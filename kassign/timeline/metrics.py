@@ -8,7 +8,8 @@ match the recorder of ``data/rebalance-timelines`` (see its README):
 - a *phase* is the stretch of timeline after a trigger (a scale-out, a crash...) up to the next
   trigger; its *settle* is the last ownership change in it;
 - ``unowned_ps``: sum over partitions of the seconds without an owner between the phase's first
-  revocation and its settle;
+  loss (a revocation, or a member going -- crash, close, exit -- with partitions still its own) and
+  its settle;
 - ``settle_s``: settle minus the phase's first event; ``window_s``: settle minus first revocation;
 - ``moved``: partitions whose owner at settle differs from their owner when the phase began;
   ``kept`` the others; ``unowned_parts``: partitions that spent any time without owner;
@@ -215,10 +216,14 @@ def phase_metrics(
     first_t = inside[0].t if inside else start
 
     owners_before = _owners_before(intervals, start)
+    # A member that goes without a revoke callback (a crash, or a client whose close() calls none,
+    # such as aiokafka's eager consumer) loses what it still owned when it goes.
+    released = {(iv.member, iv.end) for ivs in intervals.values() for iv in ivs}
     losses = [
         e.t for e in inside
         if (e.ev in ("cb_revoked", "cb_lost") and e.parts)
         or (e.ev == "crash" and any(e.id in ms for ms in owners_before.values()))
+        or (e.ev in RELEASE_EVENTS and (e.id, e.t) in released)
     ]
     changes = [e.t for e in inside if e.ev in ("cb_assigned", "cb_revoked", "cb_lost") and e.parts]
     assigns = [e.t for e in inside if e.ev == "cb_assigned"]

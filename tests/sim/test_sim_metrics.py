@@ -126,3 +126,14 @@ def test_handovers_count_what_a_picture_shows_changing_hands() -> None:
     m = phase_metrics(events, 10.0)
     assert (m.moved, m.kept) == (0, 4)
     assert m.handovers == 4  # 0 and 1 to m2 and back to m1; 2 and 3 given back to m2 itself
+
+
+def test_a_member_that_closes_without_a_revoke_callback_loses_its_partitions_when_it_goes() -> None:
+    # aiokafka's eager consumer calls no listener on close(): its partitions are ownerless from its
+    # ``closed`` until the survivors' next assignment, and the phase's window starts there.
+    t0, t1, t2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+    events = [Event("a", 0.0, "cb_assigned", [t0, t1]), Event("b", 0.0, "cb_assigned", [t2]),
+              Event("a", 10.0, "closing"), Event("a", 10.2, "closed"),
+              Event("b", 10.5, "cb_revoked", [t2]), Event("b", 11.0, "cb_assigned", [t0, t1, t2])]
+    m = phase_metrics(events, 9.0)
+    assert m.unowned_ps == pytest.approx(2 * 0.8 + 0.5) and m.window_s == pytest.approx(0.8)
