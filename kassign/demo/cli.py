@@ -5,6 +5,10 @@ after the other, on a fresh topic and group each: with aiokafka's default (eager
 kassign's ``CooperativeConsumer`` as plain KIP-429 (``fast_follow_up=False``) and as shipped (its
 default: the fast follow-up on). Ends with one summary table showing the three side by side and writes
 the timeline PNG, the JSON-lines events of each run and a ``summary.json`` into ``--out``.
+
+Ctrl-C stops cleanly: the running group's members and producer are closed, the broker the demo
+started is stopped, what ran so far is written to ``--out`` (the interrupted run marked as such in
+``summary.json``), one line says where, and the exit code is 130.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from kassign.cli_errors import EXIT_RUNTIME, CLIError, handles_errors
+from kassign.cli_errors import EXIT_INTERRUPTED, EXIT_RUNTIME, CLIError, handles_errors
 from kassign.cli_options import ArgumentParser
 from kassign.timeline.events import write_events
 
@@ -79,7 +83,8 @@ def _runs(only: str | None) -> list[tuple[str, str, object]]:
     return [r for r in runs if only is None or r[0] == only]
 
 
-async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: bool) -> list:
+async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: bool, results: list) -> None:
+    """Run each mode in turn, appending its result to ``results`` (an interrupted run's partial one too)."""
     from kassign.demo.group import GroupTiming
     from kassign.demo.scenario import FULL_PLAN, QUICK_PLAN, run_protocol
 
@@ -91,10 +96,9 @@ async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: b
         session_ms=args.session_ms or (_REMOTE_SESSION_MS if remote else GroupTiming.session_ms),
         heartbeat_ms=args.heartbeat_ms or (_REMOTE_HEARTBEAT_MS if remote else GroupTiming.heartbeat_ms),
     )
-    results = []
     for label, title, factory in _runs(args.only):
-        results.append(await run_protocol(bootstrap, label, title, factory, plan, timing, out, tty=tty))
-    return results
+        results.append(await run_protocol(bootstrap, label, title, factory, plan, timing, out, tty=tty,
+                                          on_interrupted=results.append))
 
 
 def _local_broker(stack: contextlib.ExitStack, args: argparse.Namespace):
@@ -107,6 +111,7 @@ def _local_broker(stack: contextlib.ExitStack, args: argparse.Namespace):
 
 
 def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
+    """Each run's events, ``summary.json`` and (with ``plot``) ``timeline.png``; returns the paths."""
     from kassign.demo.summary import summary_json
 
     written = []
@@ -120,7 +125,8 @@ def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
     if plot:
         from kassign.timeline.plot import TimelinePanel, render_timelines
 
-        panels = [TimelinePanel(r.events, title=f"{r.title}: {r.group_id}", marks=r.marks) for r in results]
+        panels = [TimelinePanel(r.events, marks=r.marks, title=f"{r.title}: {r.group_id}" + (
+            f" (interrupted during {r.interrupted_during})" if r.interrupted else "")) for r in results]
         written.append(Path(render_timelines(panels, out_dir / "timeline.png")))
     return written
 
@@ -155,12 +161,40 @@ def _unreachable(exc: BaseException, bootstrap: str) -> CLIError | None:
     return None
 
 
+def _interrupted(results: list, out_dir: Path, plot: bool) -> int:
+    """After Ctrl-C (members closed, broker stopped): write what ran and say where, in one line."""
+    if not results:
+        print(f"kassign demo: interrupted before any run recorded a step; the log is {out_dir / 'demo.log'}",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    _write_outputs(results, out_dir, plot=plot)
+    last = results[-1]
+    where = (f"during the {last.label} run's step {last.interrupted_during!r}" if last.interrupted
+             else f"after the {last.label} run")
+    files = "summary.json, *.jsonl" + (", timeline.png" if plot else "")
+    print(f"kassign demo: interrupted {where}; partial results of what ran so far in {out_dir} ({files})",
+          file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 @handles_errors("demo")
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo; returns 0 when every step settled and no record was lost, 1 otherwise."""
+    """Run the demo; returns 0 when every step settled and no record was lost, 1 otherwise, 130
+    after Ctrl-C (with the partial results written)."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+    results: list = []
+    try:
+        _run(args, out_dir, results)
+    except KeyboardInterrupt:
+        # The ExitStack in _run has closed the groups' members and stopped the broker by now.
+        return _interrupted(results, out_dir, plot=not args.no_plot)
+    return _report(results, out_dir, plot=not args.no_plot)
+
+
+def _run(args: argparse.Namespace, out_dir: Path, results: list) -> None:
+    """Start (or reach) the broker and run every mode, appending to ``results``."""
     stream = sys.stdout
     tty = stream.isatty()
     # The clients' own INFO logs would drown the view: they go to demo.log (WARNING and up).
@@ -176,19 +210,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             bootstrap = info.bootstrap
             print(f"kassign demo: broker {info.describe()}", file=stream)
         try:
-            results = asyncio.run(_run_all(bootstrap, args, stream, tty))
+            asyncio.run(_run_all(bootstrap, args, stream, tty, results))
         except Exception as exc:
             error = _unreachable(exc, bootstrap)
             if error is None:
                 raise
             raise error from exc
 
+
+def _report(results: list, out_dir: Path, plot: bool) -> int:
+    """The finished demo's table and files; the exit code (1 when a record was lost or a step never settled)."""
     from kassign.demo.summary import format_table
 
+    stream = sys.stdout
     print("\n" + format_table(results), file=stream)
-    for path in _write_outputs(results, out_dir, plot=not args.no_plot):
+    for path in _write_outputs(results, out_dir, plot=plot):
         print(f"wrote {path}", file=stream)
-    lost = sum(r.lost for r in results)
+    lost = sum(r.lost or 0 for r in results)
     unsettled = [f"{r.label}: {step}" for r in results for step in r.unsettled]
     if lost:
         print(f"kassign demo: {lost} record(s) were never processed", file=sys.stderr)

@@ -5,6 +5,9 @@ Each step waits (with a deadline) until the group has settled, then holds the st
 moment so the timeline shows it; a step that misses its deadline is recorded as unsettled and the
 run goes on. The run ends by stopping the producer and waiting until every
 acknowledged record was processed, so "records lost" is measured, not assumed.
+
+Cancelled (Ctrl-C: ``asyncio.run`` cancels the main task), a run still closes its members and
+producer, then hands what it recorded so far, marked ``interrupted``, to ``on_interrupted``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -57,7 +61,11 @@ QUICK_PLAN = DemoPlan(partitions=6, base=2, peak=4, restarts=1, hold_s=1.0, rate
 @dataclass
 class RunResult:
     """What one run recorded: its timeline, the marks ``name -> time`` of each step, the phases
-    ``name -> (start, end)`` the metrics are computed over, and the record counts."""
+    ``name -> (start, end)`` the metrics are computed over, and the record counts.
+
+    An ``interrupted`` run stopped during step ``interrupted_during``; its records were not
+    drained, so ``lost`` is None (not measured).
+    """
 
     label: str
     title: str
@@ -67,10 +75,12 @@ class RunResult:
     marks: dict[str, float] = field(default_factory=dict)
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)
     produced: int = 0
-    lost: int = 0
+    lost: int | None = 0
     duplicates: int = 0
     duration_s: float = 0.0
     unsettled: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    interrupted_during: str | None = None
 
 
 def _phases(marks: dict[str, float], end: float) -> dict[str, tuple[float, float]]:
@@ -90,8 +100,13 @@ async def run_protocol(
     out: TextIO,
     *,
     tty: bool,
+    on_interrupted: Callable[[RunResult], None] | None = None,
 ) -> RunResult:
-    """Run the plan with members built by ``consumer_factory`` on a fresh topic and group."""
+    """Run the plan with members built by ``consumer_factory`` on a fresh topic and group.
+
+    Cancelled, it closes the group and the producer, passes the partial result to
+    ``on_interrupted`` and lets the cancellation go on.
+    """
     suffix = uuid.uuid4().hex[:8]
     topic, group_id = f"kassign-demo-{label}-{suffix}", f"kassign-demo-{label}-{suffix}"
     await create_topic(bootstrap, topic, plan.partitions)
@@ -121,6 +136,24 @@ async def run_protocol(
         await asyncio.sleep(plan.hold_s)
 
     names = [f"m{i}" for i in range(1, plan.peak + 1)]
+    drain_start: float | None = None
+
+    def result(interrupted_during: str | None = None) -> RunResult:
+        interrupted = interrupted_during is not None
+        return RunResult(
+            label=label, title=title, group_id=group_id, topic=topic,
+            events=sorted(group.timeline.events, key=lambda e: e.t),
+            marks=dict(marks),
+            phases=_phases(marks, drain_start if drain_start is not None else time.time()),
+            produced=ledger.produced_count,
+            lost=None if interrupted else ledger.lost(),
+            duplicates=ledger.duplicates(),
+            duration_s=time.monotonic() - started,
+            unsettled=list(unsettled),
+            interrupted=interrupted,
+            interrupted_during=interrupted_during,
+        )
+
     view_task = asyncio.create_task(view.run(), name="live-view")
     try:
         stream.start()
@@ -151,25 +184,26 @@ async def run_protocol(
         await group.wait_drained(plan.drain_timeout_s if not unsettled else plan.hold_s)
         await step("closing members", mark=False)
         await group.close()
+    except asyncio.CancelledError:
+        stopped_at, during = time.time(), view.step
+        log.debug("%s: interrupted during %r; closing the group", label, during)
+        await _close(view_task, stream, group)
+        if drain_start is None:
+            drain_start = stopped_at  # the last step ends at the interrupt, not after the members closed
+        if on_interrupted is not None:
+            on_interrupted(result(interrupted_during=during))
+        raise
     finally:
-        view_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await view_task
-        await stream.stop()
-        await group.close()
+        await _close(view_task, stream, group)
     view.step = "done"
     view.draw(force=True)
-    return RunResult(
-        label=label,
-        title=title,
-        group_id=group_id,
-        topic=topic,
-        events=sorted(group.timeline.events, key=lambda e: e.t),
-        marks=marks,
-        phases=_phases(marks, drain_start),
-        produced=ledger.produced_count,
-        lost=ledger.lost(),
-        duplicates=ledger.duplicates(),
-        duration_s=time.monotonic() - started,
-        unsettled=unsettled,
-    )
+    return result()
+
+
+async def _close(view_task: asyncio.Task[None], stream: KeyedStream, group: DemoGroup) -> None:
+    """Stop the live view, the producer and every member (again is harmless: each step is idempotent)."""
+    view_task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await view_task
+    await stream.stop()
+    await group.close()

@@ -82,8 +82,13 @@ def format_table(results: Sequence[RunResult]) -> str:
     lines.append("")
     for i, result in enumerate(results):
         label = "records" if i == 0 else ""
-        lines.append(f"{label:<16} {result.title:<{width}} {result.produced} produced, {result.lost} lost, "
-                     f"{result.duplicates} processed twice")
+        if result.interrupted:
+            lines.append(f"{label:<16} {result.title:<{width}} INTERRUPTED during {result.interrupted_during}: "
+                         f"{result.produced} produced, {result.duplicates} processed twice, lost not measured "
+                         f"(the records were not drained)")
+        else:
+            lines.append(f"{label:<16} {result.title:<{width}} {result.produced} produced, {result.lost} lost, "
+                         f"{result.duplicates} processed twice")
         if result.unsettled:
             lines.append(f"{'':<16} {result.title:<{width}} DID NOT SETTLE within the deadline: "
                          f"{', '.join(result.unsettled)}")
@@ -91,7 +96,8 @@ def format_table(results: Sequence[RunResult]) -> str:
 
 
 def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
-    """Everything the table shows plus every phase's full metrics, JSON-ready."""
+    """Everything the table shows plus every phase's full metrics, JSON-ready (an interrupted run's
+    ``records.lost`` is null: not measured)."""
     out: dict[str, Any] = {}
     for result in results:
         rows, per_phase = summarize(result)
@@ -102,6 +108,8 @@ def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
             "duration_s": round(result.duration_s, 3),
             "records": {"produced": result.produced, "lost": result.lost, "duplicates": result.duplicates},
             "unsettled": list(result.unsettled),
+            "interrupted": result.interrupted,
+            "interrupted_during": result.interrupted_during,
             "marks": result.marks,
             "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "handovers": r.handovers,
                                "rounds": r.rounds,
