@@ -90,3 +90,14 @@ def test_only_accepts_every_mode():
     assert RUN_LABELS == ("eager", "cooperative", "fast-follow-up")
     for label in RUN_LABELS:
         assert build_parser().parse_args(["--only", label]).only == label
+
+
+def test_an_interrupted_run_says_so_and_measures_no_loss():
+    cut = dataclasses.replace(_run(), lost=None, interrupted=True, interrupted_during="scale out 1\u21922")
+    text = format_table([cut])
+    assert ("INTERRUPTED during scale out 1\u21922: 100 produced, 2 processed twice, lost not measured" in text)
+    assert " lost," not in text
+    data = summary_json([cut])["cooperative"]
+    assert data["interrupted"] is True and data["interrupted_during"] == "scale out 1\u21922"
+    assert data["records"]["lost"] is None
+    assert summary_json([_run()])["cooperative"]["interrupted"] is False
