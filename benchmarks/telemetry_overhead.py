@@ -126,8 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=6)
     parser.add_argument("--clients", default="confluent,aiokafka")
     args = parser.parse_args(argv)
+    # The recordings are only written to be paid for: none outlives the run.
+    with tempfile.TemporaryDirectory(prefix="kassign-bench-") as tmp:
+        return _measure(args, Path(tmp))
+
+
+def _measure(args: argparse.Namespace, out_dir: Path) -> int:
     runners = {"confluent": run_confluent, "aiokafka": run_aiokafka}
-    out_dir = Path(tempfile.mkdtemp(prefix="kassign-bench-"))
     print(f"one recorded callback event costs the consumer's thread {event_cost_us(out_dir):.1f} us")
     with open_broker() as broker:
         topic = create_topic(broker.bootstrap, f"bench-{uuid.uuid4().hex[:8]}", PARTITIONS)

@@ -220,12 +220,13 @@ class GroupDriver:
             raise ValueError("a group needs at least one topic")
         self.timing = timing
         self.java_heap = java_heap
-        self._temporary_log_dir = not log_dir
-        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{group_id}-"))
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        # Before the log directory exists: a missing topic raising here leaves no directory behind.
         self.partitions = sorted(
             TopicPartition(t, p) for t in self.topics for p in range(partition_count(bootstrap, t))
         )
+        self._temporary_log_dir = not log_dir
+        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{group_id}-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self._members: dict[str, _Member] = {}
         self._timeline = _Timeline()
         self._producers: list[KeyedProducer] = []

@@ -5,6 +5,11 @@ Kafka from Maven Central's jars, then testcontainers, then embedded Tansu; ``KAS
 one), started at most once per session and only when a test asks for it. A few tests also ask for
 ``tansu_broker`` to keep the zero-Java path working. The pytest header says which broker will be
 used, the terminal summary which ones were.
+
+The summary also names any ``kassign-*`` directory the session left in the temporary directory
+(a group's logs are kept only when its test failed). With ``KASSIGN_STRICT_TMP=1`` (set by .ci/run,
+whose machine runs nothing else) such a leftover fails an otherwise passing run; elsewhere other
+processes may be making their own, so it is only reported.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +50,28 @@ except ImportError:  # hypothesis is a test extra; tests that need it import it 
     pass
 
 _BROKERS_USED = pytest.StashKey[list[BrokerInfo]]()
+_TMP_BEFORE = pytest.StashKey[set[str]]()
+_TMP_LEFT = pytest.StashKey[list[str]]()
+
+
+def _kassign_tmp_dirs() -> set[str]:
+    """Directories named ``kassign-*`` in the temporary directory (not the broker lock file)."""
+    return {str(p) for p in Path(tempfile.gettempdir()).glob("kassign-*") if p.is_dir()}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_TMP_BEFORE] = _kassign_tmp_dirs()
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown (the session broker's work directory)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_TMP_BEFORE, None)
+    if before is None:
+        return
+    left = sorted(_kassign_tmp_dirs() - before)
+    session.config.stash[_TMP_LEFT] = left
+    if left and exitstatus == pytest.ExitCode.OK and os.environ.get("KASSIGN_STRICT_TMP") == "1":
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -56,6 +84,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line("kafka broker used: none started (no broker test ran)")
     for info in used:
         terminalreporter.write_line(f"kafka broker used: {info.describe()}")
+    left = config.stash.get(_TMP_LEFT, [])
+    if left:
+        strict = os.environ.get("KASSIGN_STRICT_TMP") == "1"
+        terminalreporter.write_line(
+            f"{len(left)} new kassign-* temporary director{'y' if len(left) == 1 else 'ies'} after the session"
+            f"{' (a failure under KASSIGN_STRICT_TMP=1)' if strict else ''}: " + ", ".join(left[:5])
+            + (" ..." if len(left) > 5 else ""), red=strict, yellow=not strict)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,6 +13,7 @@ they need the handle of a replicated 3-broker cluster (``cluster``).
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import time
 import uuid
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from integration.churn import faults
 from integration.churn.generator import FAULT_ACTIONS, SUBSCRIPTIONS, ChurnSequence, MemberSpec
-from integration.churn.judge import ChurnFailure, ChurnResult, analyse, settle_problems
+from integration.churn.judge import ChurnFailure, ChurnResult, analyse, churn_problems, settle_problems
 from integration.driver import GroupDriver, GroupTiming, KeyedProducer
 from integration.timeline_checks import missing_records
 from integration.topics import create_topic
@@ -181,10 +182,13 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
                          f"3 brokers (cluster=...), got {cluster.describe() if cluster else 'none'}")
     replicas = 3 if kinds else 1
     tag = f"churn-{sequence.seed}-{uuid.uuid4().hex[:6]}"
-    log_root = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{tag}-"))
-    log_root.mkdir(parents=True, exist_ok=True)
     topics = {"a": create_topic(bootstrap, f"{tag}-a", profile.partitions_a, replication_factor=replicas),
               "b": create_topic(bootstrap, f"{tag}-b", profile.partitions_b, replication_factor=replicas)}
+    # Without log_dir the logs go to a temporary directory: removed when the sequence passes or is
+    # interrupted (Ctrl-C), kept (and named) when it fails.
+    temporary = not log_dir
+    log_root = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{tag}-"))
+    log_root.mkdir(parents=True, exist_ok=True)
     partitions = {topics["a"]: [TopicPartition(topics["a"], p) for p in range(profile.partitions_a)],
                   topics["b"]: [TopicPartition(topics["b"], p) for p in range(profile.partitions_b)]}
     pool = _GroupPool(bootstrap, tag, topics, timing, log_root, faults.slow_revoke_ms(sequence, timing))
@@ -247,6 +251,10 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         write_events(path, pool.events())
         if isinstance(exc, RuntimeError):  # a member exited on its own
             raise ChurnFailure(f"{step_label}: {exc}\n{sequence.describe()}\ntimeline: {path}") from exc
+        if temporary and isinstance(exc, KeyboardInterrupt):
+            shutil.rmtree(log_root, ignore_errors=True)
+        else:
+            log.warning("seed %s: %s; timeline and member logs kept in %s", sequence.seed, type(exc).__name__, log_root)
         raise
     failed = pool.failed()
     pool.close()
@@ -257,4 +265,7 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
                          (first_settle if first_settle is not None else began_at, final_settle), path,
                          stalled=stalled, unread=unread, duration=time.monotonic() - began)
     analyse(result, partitions, grace=timing.session_ms / 1000)
+    if temporary and not churn_problems(result):
+        shutil.rmtree(log_root, ignore_errors=True)
+        result.timeline_path = None
     return result
