@@ -11,13 +11,14 @@ events on its clock.
   eager or cooperative (KIP-429), as Java's ``ConsumerCoordinator`` runs it;
 * :mod:`kassign.membership.leader` -- the leader's round: assign, check the cooperative rule, keep a
   round exclusive when some members' metadata is unreadable, mark the fast follow-up;
-* :mod:`kassign.membership.follow_up` -- kassign's fast follow-up decisions.
-
-A second group protocol (KIP-848's ConsumerGroupHeartbeat) sits beside ``classic`` with the same
-vocabulary: owned partitions, revocation, loss.
+* :mod:`kassign.membership.follow_up` -- kassign's fast follow-up decisions;
+* :mod:`kassign.membership.consumer_group` -- a member of the next-generation consumer group protocol
+  (KIP-848, ConsumerGroupHeartbeat): the broker assigns, the member heartbeats and reconciles, with
+  the same vocabulary (owned partitions, revocation, loss).
 """
 
 from kassign.membership.classic import ClassicMember, JoinPreparation, SyncOutcome, select_rebalance_protocol
+from kassign.membership.consumer_group import ConsumerGroupFatalError, ConsumerGroupMember, MemberState
 from kassign.membership.follow_up import FollowUpPolicy, mark_assignments
 from kassign.membership.leader import (
     GroupAssignment,
@@ -33,6 +34,9 @@ __all__ = [
     "JoinPreparation",
     "SyncOutcome",
     "select_rebalance_protocol",
+    "ConsumerGroupMember",
+    "ConsumerGroupFatalError",
+    "MemberState",
     "FollowUpPolicy",
     "mark_assignments",
     "GroupAssignment",

@@ -1,0 +1,666 @@
+"""One member of the next-generation consumer group protocol (KIP-848, ConsumerGroupHeartbeat, API 68),
+with the rules of Java's ``ConsumerMembershipManager`` and nothing else: no client, no clock, no I/O.
+
+The broker computes every assignment; the member only heartbeats and reconciles. A driver feeds
+:class:`ConsumerGroupMember` what happened and carries out what it answers:
+
+1. ``subscribe(topics)`` -- the member is JOINING: the next heartbeat is due at once, with epoch 0
+   and every field (a *full* heartbeat);
+2. ``heartbeat_delay(elapsed)`` says when the next heartbeat is due (now when joining, acknowledging
+   or leaving; else after the interval the broker returned); ``build_heartbeat()`` is that
+   heartbeat: later heartbeats are *incremental* (a field the broker already has goes out as null,
+   or -1 for the rebalance timeout), and every failed one makes the next one full again;
+3. ``on_heartbeat_response(response)`` adopts the member id, epoch, interval and target assignment,
+   or handles the error (:data:`ERROR_NAMES`): FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID lose
+   every partition (``on_partitions_lost``) and rejoin at epoch 0 once the driver says
+   ``partitions_lost_done()``; UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED and the like are
+   fatal (:class:`ConsumerGroupFatalError`); UNSUPPORTED_VERSION names the broker;
+4. ``maybe_reconcile(names)`` turns a new target assignment (topic ids) into a
+   :class:`Reconciliation`, in order: commit what is revoked, ``on_partitions_revoked`` for what
+   is no longer assigned, then ``on_partitions_assigned`` for what is new; the driver reports
+   ``reconciliation_done`` and the next heartbeat acknowledges the new owned set. The broker only
+   ever assigns a partition nobody owns any more: it keeps a partition away from its new owner
+   until the old owner's heartbeat no longer lists it, so the member takes what it is given at once.
+   Topic ids resolve through the driver's ``names`` lookup; a partition of an id it cannot name
+   yet waits (``unresolved_topic_ids``) for metadata;
+5. ``leave()`` gives everything up (revoked after a commit, or lost when the member is no longer in
+   the group) and, once the driver says ``leave_prepared()``, the next heartbeat leaves with epoch
+   -1 (a static member: -2, a temporary leave that keeps its assignment for the session timeout).
+
+``commit_identity()`` is what an OffsetCommit (v9+) carries, so a commit from a fenced member's old
+epoch is refused by the broker (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import logging
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kassign.model import TopicPartition
+from kassign.protocol.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicIdPartitions,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "JOIN_EPOCH",
+    "LEAVE_EPOCH",
+    "STATIC_LEAVE_EPOCH",
+    "ERROR_NAMES",
+    "MemberState",
+    "TopicIdPartition",
+    "ConsumerGroupFatalError",
+    "CommitOffsets",
+    "RevokePartitions",
+    "AssignPartitions",
+    "LosePartitions",
+    "FindCoordinator",
+    "Backoff",
+    "Fail",
+    "Action",
+    "Reconciliation",
+    "ConsumerGroupMember",
+    "new_member_id",
+]
+
+#: The epoch a member joins with.
+JOIN_EPOCH = 0
+#: The epoch a member leaves with.
+LEAVE_EPOCH = -1
+#: The epoch a static member leaves with for now: the broker keeps its assignment for the session timeout.
+STATIC_LEAVE_EPOCH = -2
+
+#: The error codes a ConsumerGroupHeartbeat (and an OffsetCommit v9+) may answer with, by name.
+ERROR_NAMES: dict[int, str] = {
+    0: "NONE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    7: "REQUEST_TIMED_OUT",
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
+    25: "UNKNOWN_MEMBER_ID",
+    29: "TOPIC_AUTHORIZATION_FAILED",
+    30: "GROUP_AUTHORIZATION_FAILED",
+    35: "UNSUPPORTED_VERSION",
+    42: "INVALID_REQUEST",
+    69: "GROUP_ID_NOT_FOUND",
+    81: "GROUP_MAX_SIZE_REACHED",
+    82: "FENCED_INSTANCE_ID",
+    110: "FENCED_MEMBER_EPOCH",
+    111: "UNRELEASED_INSTANCE_ID",
+    112: "UNSUPPORTED_ASSIGNOR",
+    113: "STALE_MEMBER_EPOCH",
+    128: "INVALID_REGULAR_EXPRESSION",
+}
+
+# Errors after which the member is out of the group: it loses its partitions and joins again at epoch 0.
+_FENCING = frozenset({"FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"})
+# Errors that only mean "find the coordinator again" (retried at once once it is known).
+_COORDINATOR_MOVED = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"})
+# Errors retried after the driver's backoff.
+_RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"})
+
+
+class MemberState(enum.Enum):
+    """Where the member stands, as Java's ``MemberState`` names it."""
+
+    #: Not subscribed: no heartbeats (it may still commit outside the group).
+    UNSUBSCRIBED = "unsubscribed"
+    #: Heartbeating with epoch 0 (full heartbeats, at once) until the broker gives it an epoch.
+    JOINING = "joining"
+    #: A target assignment differs from what the member owns: it revokes and assigns.
+    RECONCILING = "reconciling"
+    #: Reconciled: the next heartbeat, sent at once, carries the new owned partitions.
+    ACKNOWLEDGING = "acknowledging"
+    #: Owns what the broker assigned; heartbeats on the interval.
+    STABLE = "stable"
+    #: Fenced (FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID): losing its partitions, then joining at epoch 0.
+    FENCED = "fenced"
+    #: Leaving: giving up its partitions (callbacks), heartbeating meanwhile.
+    PREPARE_LEAVING = "prepare_leaving"
+    #: Partitions given up: the next heartbeat, sent at once, leaves with epoch -1 (or -2).
+    LEAVING = "leaving"
+    #: Left because the application stopped polling (max poll interval): joins again on the next poll.
+    STALE = "stale"
+    #: An error the member cannot recover from; no more heartbeats.
+    FATAL = "fatal"
+
+
+#: States in which a new target assignment is taken (Java's ``canHandleNewAssignment``).
+_ACCEPTS_ASSIGNMENT = frozenset({MemberState.JOINING, MemberState.RECONCILING, MemberState.ACKNOWLEDGING,
+                                 MemberState.STABLE})
+#: States that send no heartbeat at all.
+_SILENT = frozenset({MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.STALE, MemberState.FATAL})
+#: States whose heartbeat goes out at once rather than on the interval.
+_URGENT = frozenset({MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING})
+
+
+class TopicIdPartition(NamedTuple):
+    """A partition named by its topic's id, as the protocol names it."""
+
+    topic_id: uuid.UUID
+    partition: int
+
+
+class ConsumerGroupFatalError(Exception):
+    """An error that ends the membership: the application must act (``error`` names Kafka's error)."""
+
+    def __init__(self, error: str, message: str, code: int | None = None) -> None:
+        super().__init__(f"{error}: {message}" if message else error)
+        self.error = error
+        self.message = message
+        self.code = code
+
+
+# -- actions: what the driver does ------------------------------------------------------------
+
+_NONE: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass(frozen=True)
+class CommitOffsets:
+    """Commit the consumed positions of ``partitions`` (when the driver auto-commits) before what follows."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class RevokePartitions:
+    """Stop consuming ``partitions`` and call ``on_partitions_revoked(partitions)``."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class AssignPartitions:
+    """Consume ``assigned`` (keeping the positions of what was owned before) and call
+    ``on_partitions_assigned(added)`` -- always, even with nothing added, as Java does."""
+
+    assigned: frozenset[TopicPartition]
+    added: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class LosePartitions:
+    """The member is out of the group: drop every partition it still holds, uncommitted, and call
+    ``on_partitions_lost``; then call :meth:`ConsumerGroupMember.partitions_lost_done`.
+    ``partitions`` is what the member owned by the protocol's count."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class FindCoordinator:
+    """The coordinator moved or is unavailable: look it up again; the next heartbeat goes out as soon as it is known."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry the heartbeat after the driver's retry backoff."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Raise ``error`` to the application; the member is FATAL."""
+
+    error: ConsumerGroupFatalError
+
+
+Action = CommitOffsets | RevokePartitions | AssignPartitions | LosePartitions | FindCoordinator | Backoff | Fail
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """One step from what the member owns to (the resolvable part of) its target assignment.
+
+    ``actions`` in order: commit then revoke ``revoked`` (only when there is any), then assign
+    ``assigned`` with ``added`` new. ``epoch``: the member epoch it started in. When the driver has
+    carried them out it calls :meth:`ConsumerGroupMember.reconciliation_done`; between steps,
+    :meth:`ConsumerGroupMember.still_reconciling` says whether to go on (a fenced member stops).
+    """
+
+    epoch: int
+    assigned: frozenset[TopicPartition]
+    added: frozenset[TopicPartition]
+    revoked: frozenset[TopicPartition]
+    kept: frozenset[TopicPartition]
+    assigned_ids: frozenset[TopicIdPartition] = field(repr=False, default=frozenset())
+    names: Mapping[uuid.UUID, str] = field(repr=False, default_factory=dict)
+
+    @property
+    def actions(self) -> list[Action]:
+        """What to do, in order."""
+        steps: list[Action] = []
+        if self.revoked:
+            steps += [CommitOffsets(self.revoked), RevokePartitions(self.revoked)]
+        steps.append(AssignPartitions(self.assigned, self.added))
+        return steps
+
+
+def new_member_id() -> str:
+    """A member id as kafka-clients 4.x makes one (KIP-1082): a random UUID, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+@dataclass
+class _Sent:
+    """What the broker already has from this member's last heartbeats (``None``: unknown, send it)."""
+
+    rebalance_timeout_ms: int | None = None
+    topics: frozenset[str] | None = None
+    regex: str | None = None
+    server_assignor: str | None = None
+    rack_id: str | None = None
+    owned: frozenset[TopicIdPartition] | None = None
+
+
+class ConsumerGroupMember:
+    """A consumer's membership in a KIP-848 consumer group: state, epoch, owned partitions and the
+    decisions of each heartbeat.
+
+    ``member_id``: kept for the member's whole life (a fresh :func:`new_member_id` by default; the
+    broker's answer wins if it sends another). ``instance_id``: static membership (KIP-345).
+    ``rebalance_timeout_ms``: how long the broker waits for this member to revoke.
+    ``server_assignor``: the broker-side assignor to ask for (``"uniform"``, ``"range"``), or None for
+    the group's default. ``broker``: names the coordinator in errors (the driver may update it).
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        member_id: str | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = 300_000,
+        server_assignor: str | None = None,
+        broker: str | None = None,
+    ) -> None:
+        if not group_id:
+            raise ValueError("a consumer group member needs a group id")
+        if rebalance_timeout_ms <= 0:
+            raise ValueError(f"rebalance_timeout_ms must be positive, got {rebalance_timeout_ms!r}")
+        self.group_id = group_id
+        self.member_id = member_id or new_member_id()
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.server_assignor = server_assignor
+        self.broker = broker
+        self.state = MemberState.UNSUBSCRIBED
+        self.member_epoch = JOIN_EPOCH
+        #: The interval the broker asks for (0 until its first answer).
+        self.heartbeat_interval_ms = 0
+        self.fatal_error: ConsumerGroupFatalError | None = None
+        self._topics: frozenset[str] = frozenset()
+        self._regex: str | None = None
+        self._target: frozenset[TopicIdPartition] | None = None  # the last assignment the broker sent
+        self._current: frozenset[TopicIdPartition] = frozenset()  # what the member owns (reconciled)
+        self._names: dict[uuid.UUID, str] = {}  # names of owned topics, kept even if metadata loses them
+        self._reconciling: Reconciliation | None = None
+        self._unresolved: frozenset[uuid.UUID] = frozenset()
+        self._sent = _Sent()
+        self._in_flight = False
+        self._stale_leave = False  # LEAVING because the application stopped polling
+
+    # -- what the member owns ----------------------------------------------------------------
+
+    @property
+    def owned(self) -> frozenset[TopicPartition]:
+        """The partitions this member owns (reconciled), by name."""
+        return frozenset(TopicPartition(self._names[p.topic_id], p.partition) for p in self._current)
+
+    @property
+    def owned_ids(self) -> frozenset[TopicIdPartition]:
+        """The partitions this member owns, by topic id (what its heartbeats report)."""
+        return self._current
+
+    @property
+    def target(self) -> frozenset[TopicIdPartition] | None:
+        """The last assignment the broker sent (None before any)."""
+        return self._target
+
+    @property
+    def unresolved_topic_ids(self) -> frozenset[uuid.UUID]:
+        """Topic ids of the target assignment the last :meth:`maybe_reconcile` could not name: fetch
+        their metadata, then call :meth:`maybe_reconcile` again."""
+        return self._unresolved
+
+    @property
+    def in_group(self) -> bool:
+        """Whether the broker counts this member in the group with a positive epoch."""
+        return self.member_epoch > 0 and self.state in (
+            MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.PREPARE_LEAVING)
+
+    def commit_identity(self) -> tuple[str, int] | None:
+        """``(member_id, member_epoch)`` for an OffsetCommit v9+, or None when the member has no epoch
+        to commit with (joining, fenced, left): such a commit would be refused anyway."""
+        if self.member_epoch > 0 and self.state in (
+                MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.PREPARE_LEAVING,
+                MemberState.JOINING):
+            return self.member_id, self.member_epoch
+        return None
+
+    # -- subscription ------------------------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str] | None = None, *, regex: str | None = None) -> list[Action]:
+        """Subscribe to ``topics`` (or the broker-side ``regex``, RE2/J syntax). An unsubscribed member
+        starts joining; a member in the group sends the new subscription with its next heartbeat."""
+        names = frozenset(topics or ())
+        if regex is None and not names:
+            raise ValueError("subscribe to at least one topic, or a regex")
+        if regex is not None and names:
+            raise ValueError("subscribe to topics or to a regex, not both")
+        if self.state is MemberState.FATAL:
+            assert self.fatal_error is not None
+            return [Fail(self.fatal_error)]
+        self._topics, self._regex = names, regex
+        if self.state is MemberState.UNSUBSCRIBED:
+            self._join()
+        return []
+
+    def _join(self) -> None:
+        log.info("group %s: member %s joining (epoch 0)", self.group_id, self.member_id)
+        self.state = MemberState.JOINING
+        self.member_epoch = JOIN_EPOCH
+        self._target = None
+        self._reconciling = None
+        self._unresolved = frozenset()
+        self._sent = _Sent()  # a join carries every field
+
+    # -- heartbeats --------------------------------------------------------------------------
+
+    def heartbeat_delay(self, since_last_s: float) -> float | None:
+        """Seconds until the next heartbeat is due, ``since_last_s`` after the last one was sent:
+        0 when it is due now, None when none is (no heartbeats in this state, or one in flight)."""
+        if self.state in _SILENT or self._in_flight:
+            return None
+        if self.state in _URGENT:
+            return 0.0
+        return max(0.0, self.heartbeat_interval_ms / 1000 - since_last_s)
+
+    def build_heartbeat(self) -> ConsumerGroupHeartbeatRequest | None:
+        """The heartbeat to send now (the driver sends it and reports the answer), or None in a state
+        that sends none. Fields the broker already has go out as null (-1 for the rebalance timeout).
+        Acknowledging sends the owned partitions; leaving sends epoch -1 (-2 for a static member)."""
+        if self.state in _SILENT or self._in_flight:
+            return None
+        if self.state is MemberState.LEAVING:
+            request = ConsumerGroupHeartbeatRequest(
+                self.group_id, self.member_id, self.member_epoch, instance_id=self.instance_id)
+            # A leave heartbeat is sent once and not retried (as Java): the member is out either way.
+            self.state = MemberState.STALE if self._stale_leave else MemberState.UNSUBSCRIBED
+            self._stale_leave = False
+            self._sent = _Sent()
+            return request
+
+        sent = self._sent
+        request = ConsumerGroupHeartbeatRequest(
+            self.group_id,
+            self.member_id,
+            self.member_epoch,
+            # Java sends the instance id with every heartbeat: the broker checks it against the member.
+            instance_id=self.instance_id,
+            rack_id=self.rack_id if sent.rack_id != self.rack_id else None,
+            rebalance_timeout_ms=(self.rebalance_timeout_ms if sent.rebalance_timeout_ms != self.rebalance_timeout_ms
+                                  else -1),
+            subscribed_topic_names=(sorted(self._topics) if self._regex is None and sent.topics != self._topics
+                                    else None),
+            subscribed_topic_regex=self._regex if self._regex is not None and sent.regex != self._regex else None,
+            server_assignor=(self.server_assignor if self.server_assignor is not None
+                             and sent.server_assignor != self.server_assignor else None),
+            topic_partitions=(_wire_partitions(self._current)
+                              if sent.owned != self._current or self.state is MemberState.ACKNOWLEDGING else None),
+        )
+        self._sent = _Sent(self.rebalance_timeout_ms, self._topics if self._regex is None else sent.topics,
+                           self._regex if self._regex is not None else sent.regex, self.server_assignor,
+                           self.rack_id, self._current)
+        self._in_flight = True
+        if self.state is MemberState.ACKNOWLEDGING:
+            # The acknowledgement is on its way; anything newer waits for the next reconciliation.
+            self.state = MemberState.STABLE if self._target_reconciled() else MemberState.RECONCILING
+        return request
+
+    def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse) -> list[Action]:
+        """Handle the broker's answer to the heartbeat last built."""
+        self._in_flight = False
+        error = ERROR_NAMES.get(response.error_code, f"ERROR_{response.error_code}")
+        if response.error_code != 0:
+            return self._on_error(error, response.error_message or "", response.error_code)
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.STALE, MemberState.FENCED,
+                          MemberState.FATAL):
+            log.debug("group %s: heartbeat answer ignored in state %s", self.group_id, self.state.name)
+            return []
+        if response.member_id:
+            self.member_id = response.member_id
+        if response.member_epoch != self.member_epoch:
+            log.info("group %s: member %s epoch %s -> %s", self.group_id, self.member_id, self.member_epoch,
+                     response.member_epoch)
+        self.member_epoch = response.member_epoch
+        self.heartbeat_interval_ms = response.heartbeat_interval_ms
+        if response.assignment is not None and self.state in _ACCEPTS_ASSIGNMENT:
+            self._target = frozenset(TopicIdPartition(t.topic_id, p)
+                                     for t in response.assignment.topic_partitions for p in t.partitions)
+            if self.state is MemberState.ACKNOWLEDGING:
+                pass  # the acknowledgement still goes out at once; building it moves on to the new target
+            elif not self._target_reconciled() or self._reconciling is not None:
+                self.state = MemberState.RECONCILING
+            elif self.state in (MemberState.JOINING, MemberState.RECONCILING):
+                self.state = MemberState.STABLE
+        elif self.state is MemberState.JOINING:
+            # Joined without an assignment in the answer (a broker always sends one on a join; this keeps
+            # a member from heartbeating in a tight loop if one does not): it owns nothing until one comes.
+            self.state = MemberState.STABLE
+        return []
+
+    def on_heartbeat_failure(self, reason: str) -> list[Action]:
+        """The heartbeat got no answer (connection lost, timed out): the next one is full, after a backoff."""
+        self._in_flight = False
+        self._sent = _Sent()
+        log.info("group %s: heartbeat failed (%s); the next one carries every field", self.group_id, reason)
+        return [Backoff(reason)]
+
+    def on_unsupported_version(self, detail: str = "") -> list[Action]:
+        """The broker has no ConsumerGroupHeartbeat (an older Kafka, or the protocol switched off):
+        fatal, with an error naming the broker."""
+        self._in_flight = False
+        return self._fatal("UNSUPPORTED_VERSION", detail, 35)
+
+    def _on_error(self, error: str, message: str, code: int) -> list[Action]:
+        # Any error: the broker may have lost track of what it had, so the next heartbeat is full (as Java).
+        self._sent = _Sent()
+        if error in _COORDINATOR_MOVED:
+            return [FindCoordinator(error)]
+        if error in _RETRIABLE:
+            return [Backoff(error)]
+        if error in _FENCING:
+            return self._fenced(error, message)
+        if error == "UNSUPPORTED_VERSION":
+            return self._fatal(error, message, code)
+        # UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
+        # INVALID_REQUEST, GROUP_AUTHORIZATION_FAILED, INVALID_REGULAR_EXPRESSION and anything unknown.
+        return self._fatal(error, message, code)
+
+    def _fenced(self, error: str, message: str) -> list[Action]:
+        if self.state is MemberState.PREPARE_LEAVING or self.state is MemberState.LEAVING:
+            # Already giving everything up: no leave heartbeat (the broker dropped the member) and no rejoin.
+            log.info("group %s: %s while leaving; the member is out", self.group_id, error)
+            self.state = MemberState.UNSUBSCRIBED
+            self.member_epoch = JOIN_EPOCH
+            return []
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.STALE, MemberState.FATAL, MemberState.FENCED):
+            return []
+        log.warning("group %s: member %s fenced at epoch %s (%s%s); losing its partitions and rejoining",
+                    self.group_id, self.member_id, self.member_epoch, error, f": {message}" if message else "")
+        lost = self.owned
+        self.state = MemberState.FENCED
+        self.member_epoch = JOIN_EPOCH
+        self._clear_assignment()
+        return [LosePartitions(lost)]
+
+    def _fatal(self, error: str, message: str, code: int | None) -> list[Action]:
+        if error == "UNSUPPORTED_VERSION":
+            where = f"broker {self.broker}" if self.broker else "the group coordinator"
+            message = (f"{where} does not support the consumer group protocol (KIP-848, ConsumerGroupHeartbeat): it "
+                       f"needs Apache Kafka 4.0 or newer with group.coordinator.rebalance.protocols including 'consumer'; "
+                       f"use group_protocol='classic' with this cluster" + (f" ({message})" if message else ""))
+        failure = ConsumerGroupFatalError(error, message, code)
+        log.error("group %s: member %s failed: %s", self.group_id, self.member_id, failure)
+        previous = self.state
+        self.state = MemberState.FATAL
+        self.member_epoch = JOIN_EPOCH  # no epoch left to commit or heartbeat with
+        self.fatal_error = failure
+        actions: list[Action] = []
+        if previous not in (MemberState.UNSUBSCRIBED, MemberState.PREPARE_LEAVING, MemberState.LEAVING) and self._current:
+            actions.append(LosePartitions(self.owned))
+        self._clear_assignment()
+        actions.append(Fail(failure))
+        return actions
+
+    def _clear_assignment(self) -> None:
+        self._current = frozenset()
+        self._names = {}
+        self._target = None
+        self._reconciling = None
+        self._unresolved = frozenset()
+
+    def partitions_lost_done(self) -> None:
+        """The driver has dropped what :class:`LosePartitions` asked; a fenced member joins again (epoch 0)."""
+        if self.state is MemberState.FENCED:
+            self._join()
+
+    # -- reconciliation ----------------------------------------------------------------------
+
+    def _target_reconciled(self) -> bool:
+        return self._target is None or self._target == self._current
+
+    def maybe_reconcile(self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]) -> Reconciliation | None:
+        """The next step towards the target assignment, or None (nothing to do, one in progress, or
+        only partitions of topics ``names`` cannot name yet: see :attr:`unresolved_topic_ids`)."""
+        if self.state is not MemberState.RECONCILING or self._reconciling is not None or self._target is None:
+            return None
+        lookup = names.get if isinstance(names, Mapping) else names
+        resolved: dict[uuid.UUID, str] = {}
+        unresolved: set[uuid.UUID] = set()
+        for topic_id in {p.topic_id for p in self._target}:
+            name = self._names.get(topic_id) or lookup(topic_id)
+            if name is None:
+                unresolved.add(topic_id)
+            else:
+                resolved[topic_id] = name
+        self._unresolved = frozenset(unresolved)
+        assigned_ids = frozenset(p for p in self._target if p.topic_id in resolved)
+        if unresolved:
+            log.info("group %s: waiting for metadata of topic ids %s", self.group_id, sorted(map(str, unresolved)))
+        if assigned_ids == self._current:
+            # The resolvable part is what the member owns already; the rest waits for metadata.
+            return None
+        names_by_id = {**self._names, **resolved}
+
+        def named(ps: Iterable[TopicIdPartition]) -> frozenset[TopicPartition]:
+            return frozenset(TopicPartition(names_by_id[p.topic_id], p.partition) for p in ps)
+
+        rec = Reconciliation(
+            epoch=self.member_epoch,
+            assigned=named(assigned_ids),
+            added=named(assigned_ids - self._current),
+            revoked=named(self._current - assigned_ids),
+            kept=named(assigned_ids & self._current),
+            assigned_ids=assigned_ids,
+            names={tid: names_by_id[tid] for tid in {p.topic_id for p in assigned_ids}},
+        )
+        log.info("group %s: reconciling at epoch %s: assigned %s, added %s, revoked %s", self.group_id,
+                 self.member_epoch, sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
+        self._reconciling = rec
+        return rec
+
+    def still_reconciling(self, rec: Reconciliation) -> bool:
+        """Whether ``rec`` is still the member's reconciliation (not after a fencing, a leave or a fatal error)."""
+        return self._reconciling is rec and self.state is MemberState.RECONCILING
+
+    def reconciliation_done(self, rec: Reconciliation) -> bool:
+        """The driver carried ``rec`` out: the member owns ``rec.assigned`` and acknowledges it with its
+        next heartbeat (at once). False when ``rec`` was abandoned meanwhile (fenced, leaving): the
+        driver then holds partitions the member does not count, and must drop them."""
+        if not self.still_reconciling(rec):
+            log.info("group %s: reconciliation no longer relevant (state %s)", self.group_id, self.state.name)
+            return False
+        self._current = rec.assigned_ids
+        self._names = dict(rec.names)
+        self._reconciling = None
+        self.state = MemberState.ACKNOWLEDGING
+        return True
+
+    # -- leaving -----------------------------------------------------------------------------
+
+    def leave(self) -> list[Action]:
+        """Leave the group (close, unsubscribe): give every partition up -- revoked after a commit while
+        the member is in the group, lost when it is not -- then call :meth:`leave_prepared`."""
+        if self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            return []
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE, MemberState.FENCED):
+            # Not in the group: nothing to send (a fenced member's lost partitions are released already
+            # or being released by its LosePartitions).
+            if self.state is not MemberState.FATAL:
+                self.state = MemberState.UNSUBSCRIBED
+                self.member_epoch = JOIN_EPOCH
+            self._topics, self._regex = frozenset(), None
+            return []
+        owned = self.owned
+        in_group = self.member_epoch > 0
+        self.state = MemberState.PREPARE_LEAVING
+        self._reconciling = None
+        if not owned:
+            return []
+        if in_group:
+            return [CommitOffsets(owned), RevokePartitions(owned)]
+        return [LosePartitions(owned)]
+
+    def leave_prepared(self) -> None:
+        """The partitions are given up: the next heartbeat (due at once) leaves the group."""
+        if self.state is not MemberState.PREPARE_LEAVING:
+            return
+        self._topics, self._regex = frozenset(), None
+        self._clear_assignment()
+        # Even a member still joining sends the leave: the broker may have taken a join whose answer is lost.
+        self.member_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
+        self.state = MemberState.LEAVING
+
+    def poll_timer_expired(self) -> list[Action]:
+        """The application stopped polling for longer than its max poll interval: lose everything and
+        leave (Java's STALE member); :meth:`poll_resumed` joins again."""
+        if self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE, MemberState.FENCED,
+                          MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            return []
+        log.warning("group %s: member %s did not poll within the max poll interval; leaving the group",
+                    self.group_id, self.member_id)
+        lost = self.owned
+        self._clear_assignment()
+        self.member_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
+        self.state = MemberState.LEAVING
+        self._stale_leave = True
+        return [LosePartitions(lost)]
+
+    def poll_resumed(self) -> None:
+        """The application polls again: a stale member joins again."""
+        if self.state is MemberState.STALE:
+            self._join()
+
+
+def _wire_partitions(partitions: Collection[TopicIdPartition]) -> list[TopicIdPartitions]:
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for p in partitions:
+        by_topic.setdefault(p.topic_id, []).append(p.partition)
+    return [TopicIdPartitions(tid, sorted(ps)) for tid, ps in sorted(by_topic.items(), key=lambda kv: str(kv[0]))]

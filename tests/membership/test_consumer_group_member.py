@@ -1,0 +1,440 @@
+"""The KIP-848 member's rules (:mod:`kassign.membership.consumer_group`), table by table: what each
+heartbeat carries, how a target assignment is reconciled, what each error does, when heartbeats are
+due, and whole lifecycles (join, move, fencing, leave, static leave, poll timeout)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from kassign.membership.consumer_group import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    AssignPartitions,
+    Backoff,
+    CommitOffsets,
+    ConsumerGroupFatalError,
+    ConsumerGroupMember,
+    Fail,
+    FindCoordinator,
+    LosePartitions,
+    MemberState,
+    RevokePartitions,
+    TopicIdPartition,
+    new_member_id,
+)
+from kassign.model import TopicPartition
+from kassign.protocol import ConsumerGroupHeartbeatRequest
+from kassign.protocol.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatResponse,
+    TopicIdPartitions,
+)
+
+T = uuid.UUID("11111111-1111-1111-1111-111111111111")
+U = uuid.UUID("22222222-2222-2222-2222-222222222222")
+NAMES = {T: "orders", U: "payments"}
+
+
+def tps(*parts: int, topic: str = "orders") -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(topic, p) for p in parts)
+
+
+def ids(*parts: int, topic: uuid.UUID = T) -> frozenset[TopicIdPartition]:
+    return frozenset(TopicIdPartition(topic, p) for p in parts)
+
+
+def answer(epoch: int = 1, assignment: dict[uuid.UUID, list[int]] | None = None, *, interval: int = 500,
+           member_id: str | None = None, error: int = 0, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
+    body = None if assignment is None else ConsumerGroupHeartbeatAssignment(
+        [TopicIdPartitions(t, ps) for t, ps in assignment.items()])
+    return ConsumerGroupHeartbeatResponse(error_code=error, error_message=message, member_id=member_id,
+                                          member_epoch=epoch, heartbeat_interval_ms=interval, assignment=body)
+
+
+def member(**kwargs: Any) -> ConsumerGroupMember:
+    kwargs.setdefault("member_id", "m-1")
+    return ConsumerGroupMember("g", **kwargs)
+
+
+def joined(assignment: dict[uuid.UUID, list[int]] | None = None, **kwargs: Any) -> ConsumerGroupMember:
+    """A member that joined ``orders`` at epoch 1 and reconciled ``assignment`` (and acknowledged it)."""
+    m = member(**kwargs)
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, assignment or {}))
+    rec = m.maybe_reconcile(NAMES)
+    if rec is not None:
+        assert m.reconciliation_done(rec)
+        m.build_heartbeat()
+        m.on_heartbeat_response(answer(1))
+    assert m.state is MemberState.STABLE
+    return m
+
+
+def fields(request: ConsumerGroupHeartbeatRequest) -> dict[str, Any]:
+    """The request's fields that differ from "unchanged" (None / -1), plus the always-sent ones."""
+    out: dict[str, Any] = {"member_epoch": request.member_epoch}
+    for name in ("instance_id", "rack_id", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor",
+                 "topic_partitions"):
+        value = getattr(request, name)
+        if value is not None:
+            out[name] = value
+    if request.rebalance_timeout_ms != -1:
+        out["rebalance_timeout_ms"] = request.rebalance_timeout_ms
+    return out
+
+
+# -- what each heartbeat carries -------------------------------------------------------------------
+
+FULL_JOIN = {"member_epoch": 0, "rack_id": "r1", "rebalance_timeout_ms": 60000,
+             "subscribed_topic_names": ["orders"], "server_assignor": "uniform", "topic_partitions": []}
+
+
+def _steady(m: ConsumerGroupMember) -> None:
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {}))
+
+
+HEARTBEATS = {
+    "join: every field, epoch 0, owned empty": ([], FULL_JOIN),
+    "steady state: only group, member id and epoch": ([_steady], {"member_epoch": 1}),
+    "subscription change: only the topic names": (
+        [_steady, lambda m: m.subscribe(["orders", "audit"])],
+        {"member_epoch": 1, "subscribed_topic_names": ["audit", "orders"]}),
+    "after an error answer: every field again, owned included": (
+        [_steady, lambda m: (m.build_heartbeat(), m.on_heartbeat_response(answer(1, error=14)))],
+        {**FULL_JOIN, "member_epoch": 1}),
+    "after a lost answer: every field again": (
+        [_steady, lambda m: (m.build_heartbeat(), m.on_heartbeat_failure("timed out"))],
+        {**FULL_JOIN, "member_epoch": 1}),
+}
+
+
+@pytest.mark.parametrize("steps, expected", HEARTBEATS.values(), ids=HEARTBEATS.keys())
+def test_heartbeat_fields(steps, expected):
+    m = member(rack_id="r1", rebalance_timeout_ms=60000, server_assignor="uniform")
+    m.subscribe(["orders"])
+    for step in steps:
+        step(m)
+    request = m.build_heartbeat()
+    assert request is not None and request.group_id == "g" and request.member_id == "m-1"
+    assert fields(request) == expected
+
+
+def test_static_member_sends_its_instance_id_with_every_heartbeat():
+    m = member(instance_id="i-1")
+    m.subscribe(["orders"])
+    first = m.build_heartbeat()
+    m.on_heartbeat_response(answer(3, {}))
+    second = m.build_heartbeat()
+    assert first.instance_id == second.instance_id == "i-1"
+    assert fields(second) == {"member_epoch": 3, "instance_id": "i-1"}
+
+
+def test_regex_subscription_sends_the_regex_and_no_names():
+    m = member()
+    m.subscribe(regex="orders-.*")
+    request = m.build_heartbeat()
+    assert request.subscribed_topic_regex == "orders-.*" and request.subscribed_topic_names is None
+    m.on_heartbeat_response(answer(1, {}))
+    assert m.build_heartbeat().subscribed_topic_regex is None  # unchanged: null
+
+
+def test_acknowledgement_carries_the_new_owned_partitions_by_topic_id():
+    m = member()
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {T: [2, 0], U: [1]}))
+    m.subscribe(["orders", "payments"])
+    rec = m.maybe_reconcile(NAMES)
+    assert m.reconciliation_done(rec) and m.state is MemberState.ACKNOWLEDGING
+    assert m.heartbeat_delay(0.0) == 0.0
+    ack = m.build_heartbeat()
+    assert sorted((t.topic_id, t.partitions) for t in ack.topic_partitions) == sorted([(T, [0, 2]), (U, [1])])
+    assert m.state is MemberState.STABLE
+
+
+def test_member_id_is_generated_like_kafka_clients_and_kept():
+    a, b = new_member_id(), new_member_id()
+    assert a != b and len(a) == 22 and "=" not in a
+    m = ConsumerGroupMember("g")
+    m.subscribe(["orders"])
+    assert m.build_heartbeat().member_id == m.member_id and len(m.member_id) == 22
+    m.on_heartbeat_response(answer(1, {}, member_id="from-broker"))  # the broker's answer wins
+    assert m.member_id == "from-broker" and m.build_heartbeat().member_id == "from-broker"
+
+
+# -- reconciliation --------------------------------------------------------------------------------
+
+RECONCILE = {
+    # owned, target, names known -> assigned, added, revoked, unresolved
+    "first assignment: everything added": (set(), ids(0, 1), NAMES, tps(0, 1), tps(0, 1), tps(), set()),
+    "a move: revoke only what is no longer assigned": (
+        {0, 1, 2}, ids(0, 1), NAMES, tps(0, 1), tps(), tps(2), set()),
+    "the broker gives freed partitions later: added only": (
+        {0, 1}, ids(0, 1, 3), NAMES, tps(0, 1, 3), tps(3), tps(), set()),
+    "revoke and add in one step": ({0, 1}, ids(1, 2), NAMES, tps(1, 2), tps(2), tps(0), set()),
+    "everything taken away": ({0, 1}, frozenset(), NAMES, tps(), tps(), tps(0, 1), set()),
+    "unknown topic id waits for metadata, the rest goes on": (
+        {0}, ids(0, 1) | ids(5, topic=U), {T: "orders"}, tps(0, 1), tps(1), tps(), {U}),
+}
+
+
+@pytest.mark.parametrize("owned, target, names, assigned, added, revoked, unresolved", RECONCILE.values(),
+                         ids=RECONCILE.keys())
+def test_reconciliation(owned, target, names, assigned, added, revoked, unresolved):
+    m = joined({T: sorted(owned)} if owned else None)
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {t: sorted(p.partition for p in target if p.topic_id == t)
+                                       for t in {p.topic_id for p in target}}))
+    assert m.state is MemberState.RECONCILING
+    rec = m.maybe_reconcile(names)
+    assert (rec.assigned, rec.added, rec.revoked) == (assigned, added, revoked)
+    assert rec.kept == assigned - added
+    assert m.unresolved_topic_ids == unresolved
+    expected = ([CommitOffsets(revoked), RevokePartitions(revoked)] if revoked else []) + [AssignPartitions(assigned, added)]
+    assert rec.actions == expected
+    assert m.maybe_reconcile(names) is None, "one reconciliation at a time"
+    assert m.reconciliation_done(rec) and m.owned == assigned
+
+
+def test_unresolved_topic_alone_does_not_reconcile_until_named():
+    m = joined({T: [0]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {T: [0], U: [3]}))
+    assert m.maybe_reconcile({T: "orders"}) is None and m.unresolved_topic_ids == {U}
+    rec = m.maybe_reconcile(lambda tid: NAMES.get(tid))  # metadata arrived: a callable lookup works too
+    assert rec.added == tps(3, topic="payments") and not m.unresolved_topic_ids
+
+
+def test_owned_topic_keeps_its_name_when_metadata_forgets_it():
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {T: [0]}))
+    rec = m.maybe_reconcile({})  # the topic is gone from metadata (deleted): still named from the owned set
+    assert rec.revoked == tps(1)
+
+
+def test_new_target_during_a_reconciliation_is_reconciled_after_the_acknowledgement():
+    m = joined({T: [0, 1, 2]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {T: [0, 1]}))
+    first = m.maybe_reconcile(NAMES)
+    assert first.revoked == tps(2)
+    m.build_heartbeat()  # an interval heartbeat while the listener runs: owned unchanged, not sent
+    m.on_heartbeat_response(answer(2, {T: [0]}))
+    assert m.maybe_reconcile(NAMES) is None
+    assert m.reconciliation_done(first)
+    ack = m.build_heartbeat()
+    assert ack.topic_partitions == [TopicIdPartitions(T, [0, 1])]
+    assert m.state is MemberState.RECONCILING  # the newer target is next
+    second = m.maybe_reconcile(NAMES)
+    assert second.revoked == tps(1) and second.assigned == tps(0)
+
+
+def test_revocation_is_acknowledged_before_the_broker_hands_out_the_freed_partitions():
+    """The broker's two steps for a member that must give p2 up for p3: first only the kept partitions
+    (epoch unchanged), then -- once the heartbeat no longer lists p2 -- the new one with a new epoch."""
+    m = joined({T: [0, 1, 2]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {T: [0, 1]}))  # revoke p2 first
+    rec = m.maybe_reconcile(NAMES)
+    assert rec.actions == [CommitOffsets(tps(2)), RevokePartitions(tps(2)), AssignPartitions(tps(0, 1), tps())]
+    assert m.reconciliation_done(rec)
+    ack = m.build_heartbeat()
+    assert ack.topic_partitions == [TopicIdPartitions(T, [0, 1])] and ack.member_epoch == 1
+    m.on_heartbeat_response(answer(2, {T: [0, 1, 3]}))
+    rec = m.maybe_reconcile(NAMES)
+    assert rec.revoked == tps() and rec.added == tps(3)
+
+
+def test_same_target_again_is_nothing_to_do():
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {T: [1, 0]}))
+    assert m.state is MemberState.STABLE and m.maybe_reconcile(NAMES) is None
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+ERRORS = {
+    # code -> (action types, state after, epoch after)
+    "FENCED_MEMBER_EPOCH loses and rejoins": (110, [LosePartitions], MemberState.FENCED, 0),
+    "UNKNOWN_MEMBER_ID loses and rejoins": (25, [LosePartitions], MemberState.FENCED, 0),
+    "UNRELEASED_INSTANCE_ID is fatal": (111, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "GROUP_MAX_SIZE_REACHED is fatal": (81, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "FENCED_INSTANCE_ID is fatal": (82, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "UNSUPPORTED_ASSIGNOR is fatal": (112, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "UNSUPPORTED_VERSION is fatal": (35, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "GROUP_AUTHORIZATION_FAILED is fatal": (30, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "an unknown error is fatal": (9999, [LosePartitions, Fail], MemberState.FATAL, 0),
+    "NOT_COORDINATOR: find it again": (16, [FindCoordinator], MemberState.STABLE, 4),
+    "COORDINATOR_NOT_AVAILABLE: find it again": (15, [FindCoordinator], MemberState.STABLE, 4),
+    "COORDINATOR_LOAD_IN_PROGRESS: back off": (14, [Backoff], MemberState.STABLE, 4),
+}
+
+
+@pytest.mark.parametrize("code, actions, state, epoch", ERRORS.values(), ids=ERRORS.keys())
+def test_error_answers(code, actions, state, epoch):
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(4, {T: [0, 1]}))
+    m.build_heartbeat()
+    got = m.on_heartbeat_response(answer(error=code, message="why"))
+    assert [type(a) for a in got] == actions
+    assert m.state is state
+    if state is not MemberState.STABLE:
+        assert m.member_epoch == 0 and m.owned == frozenset()
+    else:
+        assert m.member_epoch == epoch and m.owned == tps(0, 1)
+    lost = [a for a in got if isinstance(a, LosePartitions)]
+    if lost:
+        assert lost[0].partitions == tps(0, 1)
+    failed = [a for a in got if isinstance(a, Fail)]
+    if failed:
+        assert m.fatal_error is failed[0].error and m.heartbeat_delay(100.0) is None
+        assert m.commit_identity() is None
+
+
+def test_fenced_member_rejoins_at_epoch_0_only_after_its_partitions_are_lost():
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()
+    actions = m.on_heartbeat_response(answer(error=110))
+    assert actions == [LosePartitions(tps(0, 1))]
+    assert m.heartbeat_delay(100.0) is None, "no heartbeat while the lost callback runs"
+    m.partitions_lost_done()
+    assert m.state is MemberState.JOINING and m.heartbeat_delay(0.0) == 0.0
+    rejoin = m.build_heartbeat()
+    assert rejoin.member_epoch == 0 and rejoin.member_id == "m-1" and rejoin.topic_partitions == []
+    assert rejoin.subscribed_topic_names == ["orders"]
+
+
+def test_fencing_abandons_a_reconciliation_in_progress():
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {T: [0, 2]}))
+    rec = m.maybe_reconcile(NAMES)
+    assert m.still_reconciling(rec)
+    m.build_heartbeat()
+    assert m.on_heartbeat_response(answer(error=25)) == [LosePartitions(tps(0, 1))]
+    assert not m.still_reconciling(rec)
+    assert m.reconciliation_done(rec) is False and m.owned == frozenset()
+
+
+def test_unsupported_version_names_the_broker():
+    m = member(broker="localhost:9092 (node 1)")
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    (fail,) = m.on_unsupported_version("ConsumerGroupHeartbeat not in ApiVersions")
+    assert isinstance(fail, Fail) and isinstance(fail.error, ConsumerGroupFatalError)
+    text = str(fail.error)
+    assert "localhost:9092 (node 1)" in text and "group_protocol='classic'" in text and fail.error.error == "UNSUPPORTED_VERSION"
+    assert m.subscribe(["orders"]) == [fail], "a fatal member stays failed"
+
+
+def test_fatal_message_keeps_the_brokers_words():
+    m = joined()
+    m.build_heartbeat()
+    (fail,) = m.on_heartbeat_response(answer(error=111, message="instance i-1 is still in use"))
+    assert fail.error.error == "UNRELEASED_INSTANCE_ID" and "instance i-1 is still in use" in str(fail.error)
+
+
+# -- when heartbeats are due -----------------------------------------------------------------------
+
+def test_heartbeat_timing():
+    m = member()
+    assert m.heartbeat_delay(0.0) is None  # unsubscribed: none
+    m.subscribe(["orders"])
+    assert m.heartbeat_delay(0.0) == 0.0  # joining: at once
+    m.build_heartbeat()
+    assert m.heartbeat_delay(10.0) is None  # one in flight
+    m.on_heartbeat_response(answer(1, {}, interval=2000))
+    assert m.heartbeat_interval_ms == 2000
+    assert m.heartbeat_delay(0.5) == pytest.approx(1.5)  # stable: the broker's interval
+    assert m.heartbeat_delay(3.0) == 0.0
+
+
+# -- commits ---------------------------------------------------------------------------------------
+
+def test_commit_identity_follows_the_epoch():
+    m = member()
+    assert m.commit_identity() is None
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    assert m.commit_identity() is None  # joining at epoch 0
+    m.on_heartbeat_response(answer(7, {T: [0]}))
+    assert m.commit_identity() == ("m-1", 7)
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(error=110))
+    assert m.commit_identity() is None  # fenced: its old epoch is refused by the broker anyway
+
+
+# -- leaving ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("instance_id, epoch", [(None, LEAVE_EPOCH), ("i-1", STATIC_LEAVE_EPOCH)],
+                         ids=["dynamic leaves with -1", "static leaves with -2 (temporary)"])
+def test_leave(instance_id, epoch):
+    m = joined({T: [0, 1]}, instance_id=instance_id)
+    assert m.leave() == [CommitOffsets(tps(0, 1)), RevokePartitions(tps(0, 1))]
+    assert m.state is MemberState.PREPARE_LEAVING and m.leave() == []
+    m.build_heartbeat()  # still heartbeating while the listener runs
+    m.on_heartbeat_response(answer(1, {T: [0]}))
+    assert m.maybe_reconcile(NAMES) is None, "no new assignment while leaving"
+    m.leave_prepared()
+    assert m.state is MemberState.LEAVING and m.heartbeat_delay(0.0) == 0.0
+    request = m.build_heartbeat()
+    assert fields(request) == ({"member_epoch": epoch} if instance_id is None
+                               else {"member_epoch": epoch, "instance_id": instance_id})
+    assert m.state is MemberState.UNSUBSCRIBED and m.heartbeat_delay(100.0) is None and m.owned == frozenset()
+    m.on_heartbeat_response(answer(epoch, {T: [0]}))  # the answer to the leave changes nothing
+    assert m.state is MemberState.UNSUBSCRIBED
+    m.subscribe(["orders"])  # and it can join again
+    assert m.build_heartbeat().member_epoch == 0
+
+
+def test_fenced_while_leaving_sends_no_leave_and_does_not_rejoin():
+    m = joined({T: [0]})
+    m.leave()
+    m.build_heartbeat()
+    assert m.on_heartbeat_response(answer(error=110)) == []
+    m.leave_prepared()
+    assert m.state is MemberState.UNSUBSCRIBED and m.build_heartbeat() is None
+
+
+def test_leave_while_fenced_is_silent():
+    m = joined({T: [0]})
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(error=25))
+    assert m.leave() == [] and m.state is MemberState.UNSUBSCRIBED
+    m.partitions_lost_done()
+    assert m.state is MemberState.UNSUBSCRIBED, "a member that left does not rejoin"
+
+
+def test_poll_timeout_leaves_loses_and_rejoins_on_the_next_poll():
+    m = joined({T: [0, 1]})
+    assert m.poll_timer_expired() == [LosePartitions(tps(0, 1))]
+    assert m.build_heartbeat().member_epoch == LEAVE_EPOCH
+    assert m.state is MemberState.STALE and m.heartbeat_delay(100.0) is None
+    m.poll_resumed()
+    assert m.state is MemberState.JOINING and m.build_heartbeat().member_epoch == 0
+
+
+# -- arguments -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.subscribe([]),
+    lambda m: m.subscribe(["a"], regex="b.*"),
+], ids=["no topics", "topics and regex"])
+def test_bad_subscriptions(call):
+    with pytest.raises(ValueError):
+        call(member())
+
+
+def test_bad_construction():
+    with pytest.raises(ValueError):
+        ConsumerGroupMember("")
+    with pytest.raises(ValueError):
+        ConsumerGroupMember("g", rebalance_timeout_ms=0)
