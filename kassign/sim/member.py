@@ -10,11 +10,17 @@ or a crash: the classic protocol has no way to tell them sooner.
 
 Where the poll loop comes in, per client (``client``):
 
-* ``java``: the consumer joins, syncs and runs its callbacks only inside ``poll()``, so it acts on a
-  rebalance when the batch in hand is done (and rejoins at once, still inside ``poll()``, after a
-  cooperative revocation);
+* ``java``: the group protocol advances only inside ``poll()`` (the heartbeat thread only learns that
+  a rebalance began), one step per call: ``poll()`` sends the JoinGroup without waiting for it and
+  returns the records of the partitions the member still owns, so the JoinGroup's answer is read
+  (and the SyncGroup sent) at the next ``poll()``, the SyncGroup's answer (and the callbacks, and a
+  cooperative follow-up JoinGroup) at the one after. A member with nothing to process stays inside
+  ``poll()`` and takes each step as its answer arrives;
 * ``librdkafka``: a background thread joins and syncs, but rebalance callbacks (revoke, assign,
-  lost) wait for the next ``poll()``; an eager member must revoke before it can join;
+  lost) wait for the next ``poll()``; an eager member must revoke before it can join. The thread sends
+  at most one JoinGroup per second (``rkcg_join_intvl``) except right after giving partitions up or
+  after MEMBER_ID_REQUIRED, so a rejoin on a heartbeat's news, or after a failed SyncGroup, within a
+  second of its last JoinGroup waits for that second to pass;
 * ``aiokafka`` (kassign): the group coordinator is a task of its own, so joins and callbacks do not
   wait for the application's batch.
 
@@ -45,6 +51,9 @@ __all__ = ["SimMember", "GroupContext", "SimulationError", "CLIENT_KINDS"]
 
 #: How each client's poll loop meets the group protocol (see the module docstring).
 CLIENT_KINDS = ("java", "librdkafka", "aiokafka")
+#: librdkafka's least time between two JoinGroups of one member (``rd_interval_immediate(&rkcg_join_intvl,
+#: 1000 * 1000, now)`` in rdkafka_cgrp.c), in seconds.
+LIBRDKAFKA_JOIN_INTERVAL_S = 1.0
 
 
 class SimulationError(RuntimeError):
@@ -93,6 +102,8 @@ class SimMember:
         self.next_heartbeat_t: float | None = None
         self._known_id = False
         self._lost = False  # fenced: what it owns is lost at the next join
+        self._last_join: float | None = None  # when the last JoinGroup left (librdkafka's join interval)
+        self._skip_join_backoff = False  # this join follows a revocation or MEMBER_ID_REQUIRED
         self._rejoin_timer: Timer | None = None
         self._heartbeat_timer: Timer | None = None
         self._scheduled_rejoin: Timer | None = None
@@ -116,22 +127,19 @@ class SimMember:
             self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
 
     def _at_poll(self) -> float:
-        """When the poll loop is next inside ``poll()``: once the batch in hand is done."""
+        """When the poll loop is next inside ``poll()``: now if it is there (no batch in hand, or the
+        batch ends now), else once the batch in hand is done."""
         now = self.ctx.loop.now
         if self._batch_end is None or not self.processing.busy:
             return now
-        while self._batch_end <= now:
+        while self._batch_end < now - 1e-9:
             self._batch_end += self.processing.sample_s(self._rng)
         return self._batch_end
 
-    def _pause_batches(self) -> None:
-        """A Java consumer inside ``poll()`` for a rebalance processes nothing until it returns."""
-        if self.client == "java":
-            self._batch_end = None
-
-    def _resume_batches(self) -> None:
-        if self.consuming and self._batch_end is None:
-            self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
+    def _stay_in_poll(self, until: float) -> None:
+        """Callbacks run inside ``poll()`` (Java, librdkafka): the next batch starts after them."""
+        if self.client != "aiokafka" and self._batch_end is not None and self.processing.busy:
+            self._batch_end = max(self._at_poll(), until)
 
     def _when_polling(self, fn: Callable[..., Any], *args: Any, latency: bool = True) -> Timer:
         """Run ``fn`` at the next ``poll()``, plus the loop's own latency to act on what its heartbeat
@@ -222,12 +230,13 @@ class SimMember:
         self._heartbeat_timer = None
         self.next_heartbeat_t = None
         self.state = "joining"
-        self._pause_batches()
         preparation = self.core.prepare_join(self.topics, generation_reset=self._lost)
         self._lost = False
         if preparation.lost:
             ctx.emit(self.name, "cb_lost", preparation.lost)
         gone = preparation.lost | preparation.revoked
+        if gone:
+            self._skip_join_backoff = True  # librdkafka rejoins at once once it has unassigned
         if preparation.revoked:
             ctx.emit(self.name, "cb_revoked", preparation.revoked)
             self._set_consuming(self.consuming - gone)
@@ -239,20 +248,45 @@ class SimMember:
             self._send_join()
 
     def _send_join(self) -> None:
+        """JoinGroup, once librdkafka's join interval allows it."""
         if self.state != "joining":
             return
+        wait = self._join_backoff_s()
+        if wait > 0:
+            self.ctx.loop.after(wait, self._send_join)
+            return
+        self._skip_join_backoff = False
+        self._last_join = self.ctx.loop.now
         ctx = self.ctx
         subscription = self.core.subscription(self.topics, self.assignor.subscription_user_data(set(self.topics)),
                                               instance_id=self.instance_id)
         ctx.emit(self.name, "join", gen=self.generation)
         ctx.loop.after(ctx.latency("network_ms"), ctx.coordinator.join, self, subscription, self._known_id)
 
+    def _join_backoff_s(self) -> float:
+        """How long librdkafka holds this JoinGroup back (0 for the other clients)."""
+        if self.client != "librdkafka" or self._skip_join_backoff or self._last_join is None:
+            return 0.0
+        return max(0.0, self._last_join + LIBRDKAFKA_JOIN_INTERVAL_S - self.ctx.loop.now)
+
+    def _in_poll(self, fn: Callable[..., Any], *args: Any) -> None:
+        """A broker's answer: Java's application thread reads it at its next ``poll()``; the other
+        clients' coordinators at once."""
+        if self.client == "java":
+            self._when_polling(fn, *args, latency=False)
+        else:
+            fn(*args)
+
     def on_join_response(self, response: JoinResponse) -> None:
         """JoinGroup answered: sync, handing in the assignment when leader."""
+        self._in_poll(self._join_answered, response)
+
+    def _join_answered(self, response: JoinResponse) -> None:
         if self.state != "joining":
             return
         if response.error == "MEMBER_ID_REQUIRED":
             self._known_id = True
+            self._skip_join_backoff = True
             self._send_join()
             return
         if response.error is not None:
@@ -277,6 +311,9 @@ class SimMember:
 
     def on_sync_response(self, response: SyncResponse) -> None:
         """SyncGroup answered: adopt the assignment; the callbacks run as this client runs them."""
+        self._in_poll(self._sync_answered, response)
+
+    def _sync_answered(self, response: SyncResponse) -> None:
         if self.state != "syncing":
             return
         if response.error is not None:
@@ -311,6 +348,7 @@ class SimMember:
             ctx.emit(self.name, "cb_revoked", outcome.revoked)
             self._set_consuming(self.consuming - outcome.revoked)
             delay = ctx.latency("revocation_ms")
+            self._stay_in_poll(ctx.loop.now + delay)
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
             ctx.loop.after(delay, self._assigned, outcome)
         else:
@@ -321,8 +359,9 @@ class SimMember:
             return
         self._set_consuming((self.consuming - outcome.revoked) | outcome.added)
         self.ctx.emit(self.name, "cb_assigned", outcome.added)
-        self._resume_batches()
         if outcome.rejoin is not None:
+            if outcome.revoked:
+                self._skip_join_backoff = True  # librdkafka: "rejoining group to redistribute..."
             self.request_rejoin()
 
     def _scheduled_rejoin_due(self) -> None:

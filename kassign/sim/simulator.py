@@ -35,7 +35,7 @@ from kassign.sim.scenarios import (
 from kassign.timeline.events import Event, write_events
 from kassign.timeline.metrics import PhaseMetrics, timeline_metrics
 
-__all__ = ["ASSIGNOR_CLASSES", "SimResult", "simulate", "make_assignor_factory"]
+__all__ = ["ASSIGNOR_CLASSES", "SimResult", "Simulation", "simulate", "make_assignor_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -145,14 +145,16 @@ class _Simulation:
         self.assign_calls += 1
 
     # -- membership ----------------------------------------------------------------------------
-    def start_member(self, name: str | None = None) -> SimMember:
+    def start_member(self, name: str | None = None, *, instance_id: str | None = None) -> SimMember:
+        """Start a consumer named ``name`` (default the next ``m<n>``); a static group gives it
+        ``instance_id`` as its ``group.instance.id`` (default its name: a restart under the same name)."""
         if name is None:
             name = f"m{len(self._incarnations) + 1}"
         incarnation = self._incarnations.get(name, 0) + 1
         self._incarnations[name] = incarnation
         member_id = f"{name}-{incarnation}"
         member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
-                           instance_id=name if self.config.static_membership else None,
+                           instance_id=(instance_id or name) if self.config.static_membership else None,
                            fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
                            processing=self.processing,
                            # Each incarnation's batches from its own generator: one member's never shift another's.
@@ -308,6 +310,11 @@ class _Simulation:
             protocol=self.protocol,
             subscribed={t: self.partitions_per_topic[t] for t in self.topics},
         )
+
+
+#: One run's state (clock, members, coordinator, events), for drivers that script membership changes
+#: themselves instead of through a scenario's steps (:mod:`kassign.sim.bench_calibration`).
+Simulation = _Simulation
 
 
 def simulate(scenario: Scenario, config: SimConfig | None = None, *,
