@@ -19,6 +19,7 @@ import java.lang.reflect.Type;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -161,6 +162,15 @@ public class MessageOracle {
             for (Object item : (List<?>) v) out.add(convert(element, item));
             return out;
         }
+        if (t instanceof Class && Collection.class.isAssignableFrom((Class<?>) t)) {
+            // A keyed collection (e.g. MetadataResponseTopicCollection): its element type is the
+            // superclass's type argument; elements are added in the JSON's order, as written.
+            Type element = ((ParameterizedType) ((Class<?>) t).getGenericSuperclass()).getActualTypeArguments()[0];
+            @SuppressWarnings("unchecked")
+            Collection<Object> out = (Collection<Object>) ((Class<?>) t).getConstructor().newInstance();
+            for (Object item : (List<?>) v) out.add(convert(element, item));
+            return out;
+        }
         if (t instanceof Class && Message.class.isAssignableFrom((Class<?>) t)) {
             @SuppressWarnings("unchecked")
             Map<String, Object> m = (Map<String, Object>) v;
@@ -191,9 +201,9 @@ public class MessageOracle {
         if (v instanceof String) return quote((String) v);
         if (v instanceof Number || v instanceof Boolean) return v.toString();
         if (v instanceof Uuid) return quote(v.toString());
-        if (v instanceof List) {
+        if (v instanceof Collection) {
             StringBuilder b = new StringBuilder("[");
-            for (Object item : (List<?>) v) b.append(b.length() > 1 ? "," : "").append(dump(item));
+            for (Object item : (Collection<?>) v) b.append(b.length() > 1 ? "," : "").append(dump(item));
             return b.append(']').toString();
         }
         if (v instanceof Message) {

@@ -1,7 +1,7 @@
 """Kafka consumer-protocol codecs: JoinGroup subscriptions, SyncGroup assignments and the sticky
 assignors' user data, byte-compatible with Java's kafka-clients and librdkafka; and the messages of
 the next-generation consumer group protocol (KIP-848: ConsumerGroupHeartbeat, OffsetCommit and
-OffsetFetch at the versions that carry the member epoch) with their request/response headers,
+OffsetFetch at the versions that carry the member epoch, Metadata with topic ids) with their request/response headers,
 byte-compatible with kafka-clients 4.x.
 
 Pure standard library. Every malformed input raises :class:`ProtocolError` (a ``ValueError``)
@@ -31,6 +31,14 @@ from kassign.protocol.headers import (
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
+)
+from kassign.protocol.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
 )
 from kassign.protocol.offset_commit import (
     OffsetCommitRequest,
@@ -87,6 +95,12 @@ __all__ = [
     "OffsetFetchResponseGroup",
     "OffsetFetchResponseTopics",
     "OffsetFetchResponsePartitions",
+    "MetadataRequest",
+    "MetadataRequestTopic",
+    "MetadataResponse",
+    "MetadataResponseBroker",
+    "MetadataResponsePartition",
+    "MetadataResponseTopic",
     "RawTaggedField",
     "ZERO_UUID",
     "RequestHeader",
