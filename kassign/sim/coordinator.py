@@ -3,7 +3,8 @@
 :class:`KafkaCoordinator` follows Apache Kafka's classic ``GroupCoordinator``: a join barrier
 that waits for every known member to rejoin (up to the rebalance timeout), the initial delay of a
 new group, members learning of a rebalance only from their next heartbeat, KIP-394's
-member-id round trip for new members, KIP-345 static members that rejoin without a rebalance,
+member-id round trip for new members (the barrier also waits for members it has sent
+MEMBER_ID_REQUIRED, up to their session timeout: ``hasAllMembersJoined``), KIP-345 static members that rejoin without a rebalance,
 and session timeouts for members that fall silent.
 
 :class:`TansuCoordinator` follows Tansu 0.6 (the broker the integration tests embed): no
@@ -118,7 +119,16 @@ class Coordinator:
 
 
 class KafkaCoordinator(Coordinator):
-    """Apache Kafka's classic group coordinator (see the module docstring)."""
+    """Apache Kafka's classic group coordinator (see the module docstring).
+
+    A member's session expires ``EXPIRY_LAG_S`` after its deadline (the last request plus the
+    session timeout): Kafka's timer wheel ticks by the millisecond and the expiry then waits its
+    turn on the coordinator's event queue, so a heartbeat that arrives at the deadline itself is
+    answered before the expiry. The Kafka 4.4 crash recordings agree: survivors whose heartbeat is
+    due when a crashed member's session ends mostly learn of the crash one interval later.
+    """
+
+    EXPIRY_LAG_S = 0.001
 
     def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float,
                  initial_delay_s: float = 0.0) -> None:
@@ -128,6 +138,8 @@ class KafkaCoordinator(Coordinator):
         self._rebalance_timer: Timer | None = None
         self._initial_timer: Timer | None = None
         self._initial_deadline = 0.0
+        #: Members sent MEMBER_ID_REQUIRED that have not joined with their id yet, and their expiry.
+        self._pending: dict[str, Timer] = {}
 
     def settled(self) -> bool:
         return self.state in ("Stable", "Empty")
@@ -141,8 +153,11 @@ class KafkaCoordinator(Coordinator):
             return
         if mid not in self.members:
             if not known_id and instance is None:  # KIP-394: come back with the id we hand out
+                self.loop.cancel(self._pending.get(mid))
+                self._pending[mid] = self.loop.after(self.session_s, self._pending_expired, mid, background=True)
                 self._reply_join(member, JoinResponse(error=MEMBER_ID_REQUIRED))
                 return
+            self.loop.cancel(self._pending.pop(mid, None))
             self._add(member, subscription)
             return
         state = self.members[mid]
@@ -218,6 +233,11 @@ class KafkaCoordinator(Coordinator):
         else:
             self._prepare_rebalance()
 
+    def _pending_expired(self, member_id: str) -> None:
+        """A member sent MEMBER_ID_REQUIRED never came back: the barrier stops waiting for it."""
+        if self._pending.pop(member_id, None) is not None:
+            self._try_complete_join()
+
     def _initial_delay_over(self) -> None:
         self._initial_timer = None
         self._try_complete_join()
@@ -254,7 +274,8 @@ class KafkaCoordinator(Coordinator):
         """A request from the member: its session starts over."""
         state.last_seen = self.loop.now
         if state.expiry is None:
-            state.expiry = self.loop.after(self.session_s, self._check_session, state.member.id, background=True)
+            state.expiry = self.loop.after(self.session_s + self.EXPIRY_LAG_S, self._check_session, state.member.id,
+                                           background=True)
 
     def _check_session(self, member_id: str) -> None:
         state = self.members.get(member_id)
@@ -263,9 +284,10 @@ class KafkaCoordinator(Coordinator):
         state.expiry = None
         if state.awaiting_join or state.awaiting_sync:
             # Kafka keeps members parked in a join or sync alive until the rebalance timeout.
-            state.expiry = self.loop.after(self.session_s, self._check_session, member_id, background=True)
+            state.expiry = self.loop.after(self.session_s + self.EXPIRY_LAG_S, self._check_session, member_id,
+                                           background=True)
             return
-        deadline = state.last_seen + self.session_s
+        deadline = state.last_seen + self.session_s + self.EXPIRY_LAG_S
         if self.loop.now + 1e-9 < deadline:
             state.expiry = self.loop.at(deadline, self._check_session, member_id, background=True)
             return
@@ -299,7 +321,7 @@ class KafkaCoordinator(Coordinator):
     def _try_complete_join(self) -> None:
         if self.state != "PreparingRebalance" or self._initial_timer is not None:
             return
-        if self.members and all(s.awaiting_join for s in self.members.values()):
+        if self.members and all(s.awaiting_join for s in self.members.values()) and not self._pending:
             self._complete_join()
 
     def _complete_join(self) -> None:
