@@ -344,20 +344,20 @@ def test_a_listener_exception_reaches_the_application_once_from_the_next_poll():
 
 
 def test_a_slow_listener_is_warned_about(caplog, monkeypatch):
-    import kassign.adapters.aiokafka.coordinator as coordinator
+    import kassign.adapters.aiokafka.handover as handover
 
     class SlowRecorder(Recorder):
         async def on_partitions_assigned(self, assigned):
             super().on_partitions_assigned(assigned)
             await asyncio.sleep(0.05)
 
-    monkeypatch.setattr(coordinator, "_SLOW_LISTENER_S", 0.01)
+    monkeypatch.setattr(handover, "_SLOW_LISTENER_S", 0.01)
 
     async def scenario():
         member, _ = await _member(listener=SlowRecorder())
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
         await member._stop_commit_offsets_refresh_task()
 
-    with caplog.at_level("WARNING", logger="kassign.adapters.aiokafka.coordinator"):
+    with caplog.at_level("WARNING", logger="kassign.adapters.aiokafka.handover"):
         run(scenario())
     assert any("took" in r.getMessage() and "on_partitions_assigned" in r.getMessage() for r in caplog.records)

@@ -33,9 +33,7 @@ this module carries them out with aiokafka's requests, fetch state and listener 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -44,7 +42,6 @@ from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, Group
 from aiokafka.coordinator.protocol import ConsumerProtocol
 from aiokafka.protocol.commit import OffsetCommitRequest
 from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest
-from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.static_heartbeat import (
@@ -52,7 +49,8 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     FencedInstanceIdError,
     InstanceHeartbeatRequest,
 )
-from kassign.adapters.aiokafka.internals import carry_fetch_state, close_started, wait_for_metadata
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
     cluster_inputs,
@@ -74,12 +72,9 @@ _LEAVE_CONNECTION = "kassign-leave"
 # A commit that fails with a retriable error while revoking is retried this often, then given up
 # (the partition's next owner resumes from the last committed offset: nothing is lost).
 _REVOCATION_COMMIT_ATTEMPTS = 3
-# A listener call longer than this (or than half the rebalance timeout) is warned about.
-_SLOW_LISTENER_S = 5.0
 
 
-def _aio(partitions: Iterable[Any]) -> set[AioTopicPartition]:
-    return {AioTopicPartition(tp[0], tp[1]) for tp in partitions}
+_aio = aio_partitions
 
 
 class _Rebalance(CoordinatorGroupRebalance):
@@ -366,14 +361,7 @@ class KassignGroupCoordinator(GroupCoordinator):
     def _install(self, partitions: Iterable[AioTopicPartition], *, carried: Iterable[AioTopicPartition]) -> None:
         """Make ``partitions`` the subscription's assignment, keeping the fetch state (position,
         pause, pending committed-offset requests) of the ``carried`` ones."""
-        previous = self._owned_assignment
-        partitions = set(partitions)
-        self._subscription.assign_from_subscribed(partitions)
-        assignment = self._subscription.subscription.assignment
-        if previous is not None:
-            for tp in carried:
-                carry_fetch_state(previous, assignment, tp)
-        self._owned_assignment = assignment
+        self._owned_assignment = install(self._subscription, self._owned_assignment, partitions, carried)
 
     # -- giving partitions up --------------------------------------------------------------
 
@@ -382,11 +370,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         them (when ``commit`` and auto-commit are on) and tell the listener."""
         partitions = frozenset(partitions)
         assignment = self._owned_assignment
-        if assignment is not None:
-            for tp in partitions:
-                state = assignment.state_value(tp)
-                if state is not None:
-                    state.pause()  # fetched but unreturned records of these must not reach the user
+        pause(assignment, partitions)
         if commit and self._enable_auto_commit and assignment is not None:
             await self._commit_revoked(assignment, partitions)
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
@@ -400,11 +384,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         await self._call_listener(method, partitions)
 
     async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
-        offsets = {}
-        for tp in partitions:
-            state = assignment.state_value(tp)
-            if state is not None and state.has_valid_position:
-                offsets[tp] = OffsetAndMetadata(state.position, "")
+        offsets = consumed_offsets(assignment, partitions)
         for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
             try:
                 async with self._commit_lock:
@@ -422,24 +402,10 @@ class KassignGroupCoordinator(GroupCoordinator):
         """Call the listener; the rebalance goes on whatever it does. As in Java and kafka-python, an
         exception it raises reaches the application from the next ``getmany()``/``getone()`` (the first
         one, if several are pending), and a slow call is warned about: the group's round waits for it."""
-        listener = self._subscription.listener
-        if listener is None:
-            return
-        began = time.monotonic()
-        try:
-            result = getattr(listener, method)(set(partitions))
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:
-            log.exception("rebalance listener %r of group %s failed in %s", listener, self.group_id, method)
-            if self._listener_error is None:
-                self._listener_error = exc
-        took = time.monotonic() - began
-        rebalance_timeout_s = self._rebalance_timeout_ms / 1000
-        if took > min(_SLOW_LISTENER_S, rebalance_timeout_s / 2):
-            log.warning("rebalance listener %r of group %s took %.1f s in %s (the group's rebalance timeout is "
-                        "%.1f s; a listener slower than that makes the member miss the round)", listener,
-                        self.group_id, took, method, rebalance_timeout_s)
+        error = await call_listener(self._subscription.listener, method, partitions, group_id=self.group_id,
+                                    rebalance_timeout_s=self._rebalance_timeout_ms / 1000)
+        if error is not None and self._listener_error is None:
+            self._listener_error = error
 
     def check_errors(self) -> None:
         """aiokafka's check (called by ``getmany()``/``getone()``), then a pending listener exception."""
