@@ -50,6 +50,7 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     InstanceHeartbeatRequest,
 )
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
@@ -151,7 +152,7 @@ class _Rebalance(CoordinatorGroupRebalance):
             raise error
 
 
-class KassignGroupCoordinator(GroupCoordinator):
+class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     """aiokafka's GroupCoordinator with kassign's subscriptions, leader and (when every assignor
     supports it) the incremental cooperative rebalance protocol.
 
@@ -179,6 +180,7 @@ class KassignGroupCoordinator(GroupCoordinator):
         # aiokafka's subscription because a subscription change drops aiokafka's assignment while a
         # cooperative member keeps consuming what is still subscribed.
         self._member = ClassicMember(self._protocol, fast_follow_up=fast_follow_up)
+        self._init_commit_guard()
         # The aiokafka Assignment holding the owned partitions' positions.
         self._owned_assignment: Any = None
         self._commit_sent_as: tuple[int, str] | None = None

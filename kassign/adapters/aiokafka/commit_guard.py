@@ -1,0 +1,102 @@
+"""Two of Java's commit guarantees that aiokafka 0.14's ``GroupCoordinator.commit_offsets`` lacks,
+for kassign's coordinators (a mixin placed before aiokafka's class).
+
+* **A commit never outlives the membership it was issued under.** aiokafka fills in the generation
+  and member id when it sends a commit, not when the application issues it. A member frozen past its
+  session timeout (a zombie) that commits on resuming can wait inside aiokafka while it learns it was
+  removed, rejoins and gets a new generation -- and the broker then accepts the zombie's offsets under
+  the new one, although its partitions may have been processed by another member meanwhile. Here a
+  commit issued before the member's generation was reset fails with ``CommitFailedError``, as the
+  broker would have failed it under the old generation.
+* **A closing member finds its coordinator, for a while.** aiokafka stops looking the coordinator up
+  once ``close()`` has begun, so a commit made while closing (a revoke callback committing its
+  offsets) after the coordinator moved retried every backoff for ever and ``close()`` never returned.
+  Here a closing member looks the coordinator up itself and gives the commit up after the rebalance
+  timeout (Java's ``close()`` has a timeout too); the partitions' next owner resumes from the last
+  committed offsets, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiokafka.errors as Errors
+from aiokafka.client import ConnectionGroup, CoordinationType
+from aiokafka.util import create_future
+
+from kassign.adapters.aiokafka.internals import close_started
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CommitGuard"]
+
+
+class CommitGuard:
+    """Mixin for a subclass of aiokafka's ``GroupCoordinator`` (listed before it)."""
+
+    def _init_commit_guard(self) -> None:
+        #: Generation resets so far: a commit issued before one is never sent after it.
+        self._resets = 0
+
+    def reset_generation(self) -> None:
+        self._resets += 1
+        super().reset_generation()  # type: ignore[misc]
+
+    def _closing_now(self) -> bool:
+        return close_started(self)
+
+    async def ensure_coordinator_known(self) -> None:
+        if self.coordinator_id is None and self._closing_now():  # type: ignore[attr-defined]
+            await self._look_up_coordinator_once()
+            return
+        await super().ensure_coordinator_known()  # type: ignore[misc]
+
+    async def _look_up_coordinator_once(self) -> None:
+        """One FindCoordinator while closing (aiokafka's own lookup loop stops at close)."""
+        client: Any = self._client  # type: ignore[attr-defined]
+        try:
+            coordinator_id = await client.coordinator_lookup(CoordinationType.GROUP, self.group_id)  # type: ignore[attr-defined]
+        except Errors.KafkaError as err:
+            if not err.retriable:
+                raise
+            log.info("group %s: no coordinator while closing (%r)", self.group_id, err)  # type: ignore[attr-defined]
+            await client.force_metadata_update()
+            return
+        if await client.ready(coordinator_id, group=ConnectionGroup.COORDINATION):
+            self.coordinator_id = coordinator_id
+            self._coordinator_dead_fut = create_future()
+
+    async def commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
+        """aiokafka's commit loop with the two guarantees of the module docstring."""
+        issued_after = self._resets
+        deadline: float | None = None
+        backoff_s = self._retry_backoff_ms / 1000  # type: ignore[attr-defined]
+        while True:
+            if self._closing_now() and deadline is None:
+                deadline = time.monotonic() + self._rebalance_timeout_ms / 1000  # type: ignore[attr-defined]
+            await self.ensure_coordinator_known()
+            try:
+                async with self._commit_lock:  # type: ignore[attr-defined]
+                    if self._resets != issued_after:
+                        raise Errors.CommitFailedError(
+                            "Commit cannot be completed: this member's generation was reset after the commit "
+                            "was issued, and its partitions may belong to another member now")
+                    await asyncio.shield(self._do_commit_offsets(assignment, offsets))  # type: ignore[attr-defined]
+            except (Errors.UnknownMemberIdError, Errors.IllegalGenerationError, Errors.RebalanceInProgressError) as exc:
+                raise Errors.CommitFailedError(
+                    "Commit cannot be completed since the group has already rebalanced and may have "
+                    "assigned the partitions to another member") from exc
+            except Errors.KafkaError as err:
+                if not err.retriable:
+                    raise
+                if deadline is not None and time.monotonic() >= deadline:
+                    log.error("group %s: giving up a commit while closing: %r; the partitions' next owner resumes "
+                              "from the last committed offsets", self.group_id, err)  # type: ignore[attr-defined]
+                    raise
+                await asyncio.sleep(backoff_s)
+            else:
+                return
