@@ -54,6 +54,13 @@ def _first(events: Sequence[Event], member: str, kinds: Iterable[str], after: fl
     return next((e for e in events if e.id == member and e.ev in wanted and e.t >= after), None)
 
 
+def _resumed(ordered: Sequence[Event], freeze: Event, thaw: Event) -> float:
+    """When a frozen member ran again: the driver's ``thaw`` is written after SIGCONT, and a member
+    that resumes at once writes its own ``resumed`` (and may commit and lose) before that."""
+    own = _first(ordered, freeze.id, ("resumed",), freeze.t)
+    return min(thaw.t, own.t) if own is not None else thaw.t
+
+
 def zombie_windows(events: Iterable[Event], grace: float) -> dict[str, list[Window]]:
     """Member -> its zombie windows (see the module docstring), in time order."""
     ordered = sorted(events, key=lambda e: e.t)
@@ -61,7 +68,7 @@ def zombie_windows(events: Iterable[Event], grace: float) -> dict[str, list[Wind
     for e in ordered:
         if e.ev == "freeze":
             thaw = _first(ordered, e.id, ("thaw", "crash", "exit"), e.t)
-            resumed = thaw.t if thaw is not None else ordered[-1].t
+            resumed = _resumed(ordered, e, thaw) if thaw is not None else ordered[-1].t
             lost = _first(ordered, e.id, ("cb_lost",), resumed)
             end = lost.t if lost is not None and lost.t <= resumed + grace else resumed
             out.setdefault(e.id, []).append((e.t, end))
@@ -134,7 +141,8 @@ def _judge_zombie(ordered: Sequence[Event], freeze: Event, grace: float, report:
     ended = _first(ordered, member, ("crash", "exit"), freeze.t)
     if thaw is None or (ended is not None and ended.t < thaw.t):
         return  # killed while frozen (a stalled sequence's cleanup): nothing more to expect
-    late = _first(ordered, member, ("late_commit",), thaw.t)
+    resumed = _resumed(ordered, freeze, thaw)
+    late = _first(ordered, member, ("late_commit",), resumed)
     if late is None:
         report.problems.append(f"zombie {member} (frozen at {freeze.t:.3f}) never tried its late commit")
     elif late.extra.get("ok") is True:
@@ -143,7 +151,7 @@ def _judge_zombie(ordered: Sequence[Event], freeze: Event, grace: float, report:
         report.late_commits_rejected += 1
     else:
         report.problems.append(f"zombie {member}: late commit at {late.t:.3f} not judged ({late.extra.get('error')})")
-    lost = _first(ordered, member, ("cb_lost",), thaw.t)
-    if lost is None or lost.t > thaw.t + grace:
-        when = "never" if lost is None else f"only {lost.t - thaw.t:.1f}s after resuming"
+    lost = _first(ordered, member, ("cb_lost",), resumed)
+    if lost is None or lost.t > resumed + grace:
+        when = "never" if lost is None else f"only {lost.t - resumed:.1f}s after resuming"
         report.problems.append(f"zombie {member} (frozen at {freeze.t:.3f}) was told its partitions were lost {when}")

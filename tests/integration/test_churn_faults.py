@@ -110,6 +110,19 @@ def test_a_zombie_told_late_of_its_loss_is_excused_only_until_it_resumed_and_fai
     assert any("told its partitions were lost only 4.0s after resuming" in p for p in problems)
 
 
+def test_a_zombie_that_resumes_before_the_driver_writes_thaw_is_judged_from_its_own_resumption():
+    # SIGCONT, and the member commits and hears of its loss before the driver has written "thaw".
+    timeline = [e for e in _zombie_timeline() if e.ev not in ("late_commit", "cb_lost", "thaw")] + [
+        ev("m1", 7.90, "resumed"),
+        ev("m1", 7.92, "late_commit", [A0], ok=False, error="CommitFailedError"),
+        ev("m1", 7.93, "cb_lost", [A0]),
+        ev("m1", 7.95, "thaw"),
+    ]
+    result = _judged(timeline)
+    assert zombie_windows(result.events, 1.5) == {"m1": [(3, 7.93)]}
+    assert result.faults.late_commits_rejected == 1 and churn_problems(result) == []
+
+
 def test_an_accepted_or_missing_late_commit_breaks_the_run():
     accepted = churn_problems(_judged(_zombie_timeline(late_ok=True)))
     assert any("late commit at 8.100 was ACCEPTED" in p for p in accepted)
