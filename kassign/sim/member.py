@@ -287,7 +287,11 @@ class SimMember:
         if response.error == "MEMBER_ID_REQUIRED":
             self._known_id = True
             self._skip_join_backoff = True
-            self._send_join()
+            retry = self.ctx.latency("id_rejoin_ms")
+            if retry > 0:
+                self.ctx.loop.after(retry, self._send_join)
+            else:
+                self._send_join()
             return
         if response.error is not None:
             self._failed(response.error)

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.sim.config import SimConfig
+from kassign.sim.bench_calibration import bench_config, client_of, is_bench_meta, processing_of
+from kassign.sim.config import BROKER_MODELS, KAFKA44_PRESETS, SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate
 from kassign.timeline.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
@@ -59,6 +60,8 @@ MEMBER_EVENTS = frozenset({"subscribed", "join", "sync", "cb_assigned", "cb_revo
 LEAVE_EVENTS = frozenset({"closing", "closed", "exit"})
 #: Events by which a member that left shows it is back (its callbacks while closing are not).
 RESTART_EVENTS = frozenset({"subscribed", "join"})
+#: Events a member writes before it is in the group: a benchmark's replacement held until released.
+HELD_EVENTS = frozenset({"ready"})
 #: Recorded run strategies (meta.json) -> kassign assignor, and recorded clients -> simulator preset.
 STRATEGY_ASSIGNORS = {"range": "range", "sticky": "sticky", "coop": "cooperative-sticky", "roundrobin": "roundrobin"}
 META_CLIENTS = {"java": "java", "ck": "librdkafka"}
@@ -286,7 +289,8 @@ def membership_changes(events: Iterable[Event]) -> tuple[list[MembershipChange],
         last_seen[e.id] = e.t
         if not inside.get(e.id):
             # First seen, or back after leaving: what a closing member still writes is no restart.
-            if e.ev in RESTART_EVENTS or (e.id not in inside and e.ev not in LEAVE_EVENTS and e.ev != "crash"):
+            if e.ev in RESTART_EVENTS or (e.id not in inside and e.ev not in LEAVE_EVENTS | HELD_EVENTS
+                                          and e.ev != "crash"):
                 changes.append(MembershipChange(e.t, "join", e.id))
                 inside[e.id] = True
         elif e.ev in LEAVE_EVENTS:
@@ -351,19 +355,42 @@ def _topics(recording: Recording) -> tuple[dict[str, int], tuple[str, ...] | Non
 # -- settings ----------------------------------------------------------------------------------
 
 
+def _broker_model(described: Any) -> str | None:
+    """The broker model a meta.json's ``broker`` names (``kafka``, or a benchmark's description
+    such as "Apache Kafka 4.4.0 at ..."); None when it names neither model."""
+    text = str(described).lower()
+    if text in BROKER_MODELS:
+        return text
+    if text.startswith(("apache kafka", "kafka")):
+        return "kafka"
+    return "tansu" if "tansu" in text else None
+
+
 def replay_config(recording: Recording, **settings: Any) -> SimConfig:
-    """The simulator settings for a replay: the recorded broker, client, session, heartbeat and
-    max.poll (meta.json) where known, then ``settings`` (any :class:`SimConfig` field; None values
-    are ignored); the assignor defaults to cooperative-sticky."""
+    """The simulator settings for a replay: what meta.json says (broker; client from ``client``, or
+    a benchmark's ``kind``/``mode``; session, heartbeat and max.poll; per-batch processing from
+    ``process_ms``; for a ``benchmarks/rebalance.py`` recording also its static membership, fast
+    follow-up and the Kafka 4.4 latencies), then ``settings`` (any :class:`SimConfig` field; None
+    values are ignored); the assignor defaults to cooperative-sticky."""
     meta = recording.meta or {}
     values: dict[str, Any] = {"assignor": "cooperative-sticky"}
-    if "broker" in meta:
-        values["broker"] = meta["broker"]
+    if is_bench_meta(meta):
+        client = client_of(meta)
+        values.update(bench_config(meta, **(KAFKA44_PRESETS[client] if client else {})).to_dict())
+        values.update(assignor="cooperative-sticky", protocol=None)
+    if _broker_model(meta.get("broker")) is not None:
+        values["broker"] = _broker_model(meta["broker"])
     if meta.get("client") in META_CLIENTS:
         values["client"] = META_CLIENTS[meta["client"]]
-    for key, name in (("sess", "session_timeout_ms"), ("hb", "heartbeat_interval_ms"), ("mp", "rebalance_timeout_ms")):
+    elif client_of(meta) is not None:
+        values["client"] = client_of(meta)
+    for key, name in (("sess", "session_timeout_ms"), ("hb", "heartbeat_interval_ms"), ("mp", "rebalance_timeout_ms"),
+                      ("session_ms", "session_timeout_ms"), ("heartbeat_ms", "heartbeat_interval_ms"),
+                      ("max_poll_ms", "rebalance_timeout_ms")):
         if key in meta:
             values[name] = float(meta[key])
+    if "process_ms" in meta:
+        values.update(processing_of(meta))
     values.update({k: v for k, v in settings.items() if v is not None})
     return SimConfig.from_dict(values)
 
@@ -397,7 +424,8 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
     groups = _group_changes(changes)
     initial = groups[0]
     meta = recording.meta or {}
-    phase = float(meta["phase_frac"]) if "phase_frac" in meta else None
+    phase_key = "phase_frac" if "phase_frac" in meta else ("phase" if is_bench_meta(meta) else None)
+    phase = float(meta[phase_key]) if phase_key else None
     spawn_s = config.latency_ms("spawn_ms") / 1000
     t0 = initial[0].t
     end_t = max(e.t for e in recording.events) + 1e-6

@@ -1,0 +1,98 @@
+"""Fitting a client's latency presets to benchmark recordings (:mod:`kassign.sim.bench_calibration`).
+
+``spawn_ms`` (from the harness's stop signal to the member's ``closing``) is read off the recordings
+(:func:`measured_spawn_ms`). The other latencies are fitted by a deterministic coordinate descent
+(each tried at a few multiples of its current value and a few absolute values, in turn, for a few
+sweeps) that minimises, over the cells, the log-ratio between simulated and recorded medians of
+unowned partition-seconds, settle time and per-restart settle time, the relative error in
+partitions moved, and half the mean per-run log-ratio (so that no setting wins by getting one
+repetition of a cell badly wrong, which a median hides). Only the runs passed are used, so fitting
+on repetitions r1-r3 leaves r4-r5 held out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+
+from kassign.sim.bench_calibration import BenchRun, CellComparison, bench_config, compare_cells
+
+__all__ = ["FITTED_LATENCIES", "measured_spawn_ms", "cell_loss", "fit_loss", "fit_presets"]
+
+#: The latencies fitted, in the order a sweep visits them.
+FITTED_LATENCIES = ("startup_ms", "poll_ms", "revocation_ms", "assign_ms", "network_ms", "id_rejoin_ms")
+#: Event times are written to the millisecond, the triggers exactly: a ``closing`` this much before
+#: its trigger belongs to it.
+ROUNDING_S = 0.001
+#: Multiples of a latency's current value, and absolute values (ms), a sweep tries.
+FACTORS = (0.25, 0.5, 0.7, 0.85, 1.2, 1.5, 2.0, 4.0)
+ABSOLUTE_MS = (0.0, 1.0, 5.0, 20.0, 50.0, 100.0, 200.0, 300.0)
+#: Floors (partition-seconds, seconds) that keep near-zero medians from dominating the log-ratios.
+FLOOR_PS, FLOOR_S = 0.05, 0.02
+
+
+def measured_spawn_ms(runs: Sequence[BenchRun]) -> float:
+    """The median time from a stop signal to the member's ``closing`` in the instant-profile scale-ins
+    and rolling restarts among ``runs`` (with no batch to finish, that is the client's reaction)."""
+    delays = []
+    for run in runs:
+        if run.meta.get("profile") != "instant" or run.meta.get("scenario") not in ("scale-in", "rolling-restart"):
+            continue
+        closings = [e.t for e in run.events() if e.ev == "closing"]
+        for trigger in run.meta["triggers"]:
+            after = [t for t in closings if t >= trigger - ROUNDING_S]
+            if after:
+                delays.append(max(0.0, min(after) - trigger))
+    if not delays:
+        raise ValueError("no instant scale-in or rolling restart among the runs to measure spawn_ms on")
+    return round(statistics.median(delays) * 1000, 1)
+
+
+def _log_ratio(simulated: float, recorded: float, floor: float) -> float:
+    return abs(math.log((simulated + floor) / (recorded + floor)))
+
+
+def cell_loss(row: CellComparison) -> float:
+    """How far one cell's simulated medians (and, at half weight, its runs) are from the recorded ones."""
+    rec, sim = row.recorded, row.simulated
+    medians = (_log_ratio(sim["unowned_ps"], rec["unowned_ps"], FLOOR_PS) + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
+               + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
+               + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0))
+    runs = statistics.fmean(_log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
+                            for _, r, s in row.per_run)
+    return medians + 0.5 * runs
+
+
+def fit_loss(runs: Sequence[BenchRun], latencies: Mapping[str, float]) -> float:
+    """The summed :func:`cell_loss` of ``runs`` simulated with ``latencies`` (inf if a run fails)."""
+    try:
+        rows = compare_cells(runs, lambda run: bench_config(run.meta, **latencies))
+    except RuntimeError:
+        return math.inf
+    return sum(cell_loss(row) for row in rows)
+
+
+def _candidates(value: float) -> list[float]:
+    return sorted({round(max(0.0, value * f), 2) for f in FACTORS} | set(ABSOLUTE_MS))
+
+
+def fit_presets(runs: Sequence[BenchRun], start: Mapping[str, float], *, sweeps: int = 3,
+                names: Sequence[str] = FITTED_LATENCIES) -> tuple[dict[str, float], float]:
+    """``spawn_ms`` measured on ``runs`` and the other latencies (from ``start``) that minimise
+    :func:`fit_loss` on them, and that loss."""
+    if not runs:
+        raise ValueError("no runs to fit on")
+    best = {**start, "spawn_ms": measured_spawn_ms(runs)}
+    best_loss = fit_loss(runs, best)
+    for _ in range(sweeps):
+        improved = False
+        for name in names:
+            for value in _candidates(best.get(name, 0.0)):
+                trial = {**best, name: value}
+                loss = fit_loss(runs, trial)
+                if loss < best_loss - 1e-9:
+                    best, best_loss, improved = trial, loss, True
+        if not improved:
+            break
+    return best, best_loss

@@ -1,0 +1,127 @@
+"""How each simulated client meets the group protocol, and the Kafka coordinator's barrier details
+the Kafka 4.4 recordings showed: Java advances a rebalance one step per ``poll()``, librdkafka
+sends at most one JoinGroup per second, the join barrier waits for members sent
+MEMBER_ID_REQUIRED, and a session ends just after its deadline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from kassign.model import Assignment, Subscription
+from kassign.sim import Scenario, ScaleOut, SimConfig, simulate
+from kassign.sim.coordinator import JoinResponse, KafkaCoordinator, SyncResponse
+from kassign.sim.engine import EventLoop
+from kassign.sim.member import LIBRDKAFKA_JOIN_INTERVAL_S
+
+FAST = dict(assignor="cooperative-sticky", session_timeout_ms=1500.0, heartbeat_interval_ms=250.0)
+
+
+def _m1_protocol_events(client: str, **settings: float) -> list[tuple[str, float]]:
+    """m1's join/sync/callback events in a scale-out of 3 -> 4, relative to the trigger."""
+    result = simulate(Scenario(3, {"topic": 12}).then(ScaleOut(1, after_s=5.0, phase=0.5)),
+                      SimConfig(client=client, **FAST, **settings))
+    start = result.phases["1:scale_out"][0]
+    return [(e.ev, e.t - start) for e in result.events
+            if e.t >= start and e.id == "m1" and e.ev in ("join", "sync", "cb_revoked", "cb_assigned")]
+
+
+def test_java_reads_each_answer_at_its_next_poll_while_it_processes_its_partitions() -> None:
+    java = _m1_protocol_events("java", processing_ms=400.0)
+    aiokafka = _m1_protocol_events("aiokafka", processing_ms=400.0)
+    (join_t, sync_t) = (next(t for ev, t in java if ev == "join"), next(t for ev, t in java if ev == "sync"))
+    # JoinGroup sent at a poll, its answer read (and the SyncGroup sent) at the next, the SyncGroup's
+    # answer at the one after: two 400 ms batches.
+    assert sync_t - join_t == pytest.approx(0.8, abs=0.02)
+    # kassign's coordinator on aiokafka is a task of its own: the round takes milliseconds.
+    assert next(t for ev, t in aiokafka if ev == "sync") - next(t for ev, t in aiokafka if ev == "join") < 0.05
+    # Without processing Java is always at poll(), and as quick.
+    instant = _m1_protocol_events("java")
+    assert next(t for ev, t in instant if ev == "sync") - next(t for ev, t in instant if ev == "join") < 0.05
+    # The cooperative follow-up JoinGroup goes out inside the same poll() as the revocation.
+    revoked = next(t for ev, t in java if ev == "cb_revoked")
+    second_join = [t for ev, t in java if ev == "join"][1]
+    assert revoked <= second_join < revoked + 0.05
+
+
+def test_librdkafka_waits_a_second_between_joingroups_unless_it_gave_partitions_up() -> None:
+    # Two scale-outs 0.3 s apart: m1 learns of the second while its last JoinGroup is fresh.
+    scenario = Scenario(3, {"topic": 12}).then(ScaleOut(1, after_s=5.0, phase=0.5), ScaleOut(1, after_s=0.6))
+    joins = {}
+    for client in ("librdkafka", "aiokafka"):
+        result = simulate(scenario, SimConfig(client=client, **FAST))
+        start = result.phases["1:scale_out"][0]
+        joins[client] = [e.t for e in result.events if e.id == "m1" and e.ev == "join" and e.t >= start]
+    gaps = {client: [b - a for a, b in zip(ts, ts[1:])] for client, ts in joins.items()}
+    # After revoking, librdkafka rejoins at once ("rejoining group to redistribute..."); a rejoin on a
+    # heartbeat's news waits for the join interval.
+    assert min(gaps["librdkafka"]) < 0.05
+    assert max(gaps["librdkafka"]) >= LIBRDKAFKA_JOIN_INTERVAL_S - 1e-9
+    assert max(gaps["aiokafka"]) < LIBRDKAFKA_JOIN_INTERVAL_S
+
+
+def test_librdkafka_rejoins_with_its_member_id_after_id_rejoin_ms() -> None:
+    def first_joins(delay_ms: float) -> list[float]:
+        result = simulate(Scenario(1, {"topic": 4}), SimConfig(client="librdkafka", id_rejoin_ms=delay_ms, **FAST))
+        return [e.t for e in result.events if e.id == "m1" and e.ev == "join"][:2]
+
+    quick, held = first_joins(0.0), first_joins(200.0)
+    assert held[1] - held[0] == pytest.approx(quick[1] - quick[0] + 0.2, abs=1e-6)
+
+
+@dataclass
+class _Member:
+    """A member as the coordinator sees it, recording what it is answered."""
+
+    id: str
+    instance_id: str | None = None
+    joins: list[JoinResponse] = field(default_factory=list)
+
+    def on_join_response(self, response: JoinResponse) -> None:
+        self.joins.append(response)
+
+    def on_sync_response(self, response: SyncResponse) -> None:
+        pass
+
+    def on_heartbeat_response(self, error: str | None) -> None:
+        pass
+
+
+def _stable_group_of_one(loop: EventLoop) -> tuple[KafkaCoordinator, _Member]:
+    coordinator = KafkaCoordinator(loop, network_s=0.0, session_s=1.5, rebalance_s=30.0)
+    old = _Member("old")
+    coordinator.join(old, Subscription(["topic"]), True)
+    loop.run(0.05, lambda: False)
+    assert [r.generation for r in old.joins] == [1]  # alone: the first round completes at once
+    coordinator.sync(old, 1, {"old": Assignment([])})
+    assert coordinator.state == "Stable"
+    return coordinator, old
+
+
+def test_join_barrier_waits_for_a_member_sent_member_id_required() -> None:
+    loop = EventLoop()
+    coordinator, old = _stable_group_of_one(loop)
+    new = _Member("new")
+    sub = Subscription(["topic"])
+    coordinator.join(new, sub, False)  # a new member's first JoinGroup: MEMBER_ID_REQUIRED, now pending
+    coordinator.join(old, sub, True)  # the leader rejoins: the barrier has everyone known...
+    loop.run(1.1, lambda: False)
+    assert [r.error for r in new.joins] == ["MEMBER_ID_REQUIRED"] and len(old.joins) == 1  # ...but waits
+    coordinator.join(new, sub, True)  # back with its id
+    loop.run(1.2, lambda: False)
+    assert old.joins[-1].generation == new.joins[-1].generation == 2
+    assert set((old.joins[-1].members or {})) == {"old", "new"}
+
+
+def test_a_pending_member_that_never_returns_stops_holding_the_barrier_after_its_session() -> None:
+    loop = EventLoop()
+    coordinator, old = _stable_group_of_one(loop)
+    ghost = _Member("ghost")
+    sub = Subscription(["topic"])
+    coordinator.join(ghost, sub, False)
+    coordinator.join(old, sub, True)
+    loop.run(1.5, lambda: False)
+    assert len(old.joins) == 1
+    loop.run(1.7, lambda: False)
+    assert len(old.joins) == 2 and set(old.joins[-1].members or {}) == {"old"}
