@@ -398,6 +398,8 @@ def replay_config(recording: Recording, **settings: Any) -> SimConfig:
 def _recorded_as(recording: Recording) -> str:
     """The recording's assignor/protocol as far as it says."""
     meta = recording.meta or {}
+    if is_bench_meta(meta):
+        return f"{meta['mode']} ({client_of(meta)})"
     if meta.get("strategy") in STRATEGY_ASSIGNORS:
         assignor = STRATEGY_ASSIGNORS[meta["strategy"]]
         return f"{assignor} ({'cooperative' if assignor == 'cooperative-sticky' else 'eager'})"

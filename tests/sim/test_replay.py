@@ -206,3 +206,53 @@ def test_bad_recordings_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     write_events(only_orchestrator, [Event("fleet", 1.0, "exit")])
     with pytest.raises(ValueError, match="no group member events"):
         replay(load_recording(only_orchestrator))
+
+
+BENCH = Path(__file__).resolve().parents[2] / "data" / "rebalance-bench-kafka44"
+
+
+@pytest.mark.parametrize(("run", "client", "processing", "static", "fast"), [
+    ("process-rolling-restart-java-r1", "java", (250.0, 750.0), False, False),
+    ("instant-scale-in-rdkafka-r2", "librdkafka", (0.0, None), False, False),
+    ("process-rolling-restart-static-r3", "aiokafka", (250.0, 750.0), True, True),
+    ("process-crash-coop-r4", "aiokafka", (250.0, 750.0), False, False),
+])
+def test_a_benchmark_recording_replays_with_its_client_and_processing(
+        run: str, client: str, processing: tuple[float, float | None], static: bool, fast: bool) -> None:
+    from kassign.sim.config import KAFKA44_PRESETS
+
+    recording = load_recording(BENCH / run)
+    config = replay_config(recording)
+    assert config.client == client and (config.processing_ms, config.processing_max_ms) == processing
+    assert (config.static_membership, config.fast_follow_up) == (static, fast)
+    assert config.broker == "kafka"  # from "Apache Kafka 4.4.0 at ..."
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.rebalance_timeout_ms) == (1500, 250, 30000)
+    assert all(config.latency_ms(name) == value for name, value in KAFKA44_PRESETS[client].items())
+    assert config.assignor == "cooperative-sticky"  # what a replay simulates unless told otherwise
+    # Given settings win over the recording's.
+    given = replay_config(recording, client="java", processing_ms=100.0, processing_max_ms=200.0)
+    assert (given.client, given.processing_ms, given.processing_max_ms) == ("java", 100.0, 200.0)
+
+
+def test_a_held_replacement_joins_when_it_subscribes_not_when_it_is_ready() -> None:
+    recording = load_recording(BENCH / "instant-rolling-restart-fast-r1")
+    changes, _ = membership_changes(recording.events)
+    ready = {e.id: e.t for e in recording.events if e.ev == "ready"}
+    subscribed = {e.id: e.t for e in recording.events if e.ev == "subscribed"}
+    joins = {c.member: c.t for c in changes if c.kind == "join"}
+    assert set(ready) == {f"m{i}" for i in range(7, 13)}
+    assert all(joins[m] == subscribed[m] > ready[m] for m in ready)
+
+
+def test_cli_replays_a_benchmark_run_under_its_own_client(capsys: pytest.CaptureFixture[str]) -> None:
+    run = BENCH / "process-scale-in-java-r1"
+    assert simulate_main(["--replay", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "on kafka (java), session 1500 ms, heartbeat 250 ms" in out
+    assert "recorded java-cooperative (java)" in out
+    assert simulate_main(["--replay", str(run), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert set(rows) == {"1:scale_in recorded", "1:scale_in simulated"}
+    assert rows["1:scale_in recorded"]["moved"] == rows["1:scale_in simulated"]["moved"] == 12
+    # Java survivors rejoin only after their 250-750 ms batches: far more than an instant group's ~2.
+    assert rows["1:scale_in simulated"]["unowned_ps"] > 6.0
