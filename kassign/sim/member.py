@@ -20,11 +20,16 @@ Where the poll loop comes in, per client (``client``):
   lost) wait for the next ``poll()``; an eager member must revoke before it can join. The thread sends
   at most one JoinGroup per second (``rkcg_join_intvl``) except right after giving partitions up or
   after MEMBER_ID_REQUIRED, so a rejoin on a heartbeat's news, or after a failed SyncGroup, within a
-  second of its last JoinGroup waits for that second to pass;
+  second of its last JoinGroup waits for that second to pass; and while callbacks wait for ``poll()``
+  a cooperative member ignores a heartbeat's news of another rebalance ("skipping COOPERATIVE
+  rebalance ... awaiting assign call"), rejoining once the callbacks are done if it revoked
+  something, else at a later heartbeat;
 * ``aiokafka`` (kassign): the group coordinator is a task of its own, so joins and callbacks do not
   wait for the application's batch.
 
-Every client's ``close()`` waits for the batch in hand. How long batches take is
+Every client's ``close()`` waits for the batch in hand; librdkafka's also for a rebalance round it
+has joined (the application's last synchronous commit is held until the round is over), so a
+member told to stop while its JoinGroup is parked takes part in that round before it leaves. How long batches take is
 :class:`~kassign.sim.processing.Processing`'s; each member draws from its own seeded generator.
 
 kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
@@ -104,6 +109,10 @@ class SimMember:
         self._lost = False  # fenced: what it owns is lost at the next join
         self._last_join: float | None = None  # when the last JoinGroup left (librdkafka's join interval)
         self._skip_join_backoff = False  # this join follows a revocation or MEMBER_ID_REQUIRED
+        self._in_round = False  # a JoinGroup sent whose round (join and sync) is not over
+        self._callbacks_pending = False  # librdkafka: rebalance callbacks waiting for poll()
+        self._join_timer: Timer | None = None  # librdkafka: a JoinGroup held by the join interval
+        self._close_after_round = False  # librdkafka told to close while in a round
         self._rejoin_timer: Timer | None = None
         self._heartbeat_timer: Timer | None = None
         self._scheduled_rejoin: Timer | None = None
@@ -165,9 +174,16 @@ class SimMember:
     def _close_now(self) -> None:
         if self.state == "down":
             return
+        self.ctx.emit(self.name, "closing")
+        if self.client == "librdkafka" and self._in_round:
+            self._close_after_round = True  # leaves as soon as the round is over
+            return
+        self._leave()
+
+    def _leave(self) -> None:
+        """Revoke (or lose) everything, then LeaveGroup (static members skip it)."""
         ctx = self.ctx
         self._stop()
-        ctx.emit(self.name, "closing")
         departure = self.core.leave(generation_reset=self._lost)
         delay = 0.0
         if departure.lost:
@@ -200,7 +216,8 @@ class SimMember:
         self.ctx.loop.cancel(self._rejoin_timer)
         self.ctx.loop.cancel(self._heartbeat_timer)
         self.ctx.loop.cancel(self._scheduled_rejoin)
-        self._rejoin_timer = self._heartbeat_timer = self._scheduled_rejoin = None
+        self.ctx.loop.cancel(self._join_timer)
+        self._rejoin_timer = self._heartbeat_timer = self._scheduled_rejoin = self._join_timer = None
         self.next_heartbeat_t = None
 
     # -- joining -------------------------------------------------------------------------------
@@ -253,10 +270,14 @@ class SimMember:
             return
         wait = self._join_backoff_s()
         if wait > 0:
-            self.ctx.loop.after(wait, self._send_join)
+            self.ctx.loop.cancel(self._join_timer)
+            self._join_timer = self.ctx.loop.after(wait, self._send_join)
             return
+        self.ctx.loop.cancel(self._join_timer)
+        self._join_timer = None
         self._skip_join_backoff = False
         self._last_join = self.ctx.loop.now
+        self._in_round = True
         ctx = self.ctx
         subscription = self.core.subscription(self.topics, self.assignor.subscription_user_data(set(self.topics)),
                                               instance_id=self.instance_id)
@@ -326,6 +347,7 @@ class SimMember:
         ctx = self.ctx
         self.generation = response.generation
         self.state = "stable"
+        self._in_round = False
         outcome = self.core.on_sync(response.generation, Assignment(list(response.partitions), response.user_data),
                                     self.topics, self.assignor)
         if outcome.follow_up:
@@ -338,7 +360,10 @@ class SimMember:
             self._scheduled_rejoin = None
             if outcome.rejoin_after_s is not None:
                 self._scheduled_rejoin = ctx.loop.after(outcome.rejoin_after_s, self._scheduled_rejoin_due)
-        if self.client == "librdkafka":
+        if self._close_after_round:
+            self._leave()  # what it was just assigned, it gives up at once
+        elif self.client == "librdkafka":
+            self._callbacks_pending = True
             self._when_polling(self._run_callbacks, outcome, latency=False)
         else:
             self._run_callbacks(outcome)
@@ -363,9 +388,12 @@ class SimMember:
             return
         self._set_consuming((self.consuming - outcome.revoked) | outcome.added)
         self.ctx.emit(self.name, "cb_assigned", outcome.added)
+        self._callbacks_pending = False
         if outcome.rejoin is not None:
             if outcome.revoked:
                 self._skip_join_backoff = True  # librdkafka: "rejoining group to redistribute..."
+                if self._join_timer is not None:  # a held JoinGroup goes now
+                    self._send_join()
             self.request_rejoin()
 
     def _scheduled_rejoin_due(self) -> None:
@@ -373,10 +401,15 @@ class SimMember:
         self.request_rejoin()
 
     def _failed(self, error: str) -> None:
-        """A join or sync refused: fenced members lose their partitions, everyone rejoins."""
+        """A join or sync refused: fenced members lose their partitions, everyone rejoins (a member
+        waiting to close closes instead)."""
         self.state = "unjoined"
+        self._in_round = False
         if error in FENCING_ERRORS:
             self._fenced(error)
+        if self._close_after_round:
+            self._leave()
+            return
         self.request_rejoin()
 
     def _fenced(self, error: str) -> None:
@@ -403,6 +436,8 @@ class SimMember:
         """REBALANCE_IN_PROGRESS: rejoin when this client's loop gets to it; fenced: partitions lost, rejoin."""
         if error is None or self.state != "stable":
             return
+        if self._callbacks_pending and self.core.cooperative and error not in FENCING_ERRORS:
+            return  # librdkafka awaits the application's assign call; the next heartbeat asks again
         self.state = "unjoined"
         if error in FENCING_ERRORS:
             self._fenced(error)
