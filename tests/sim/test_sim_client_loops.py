@@ -1,7 +1,8 @@
 """How each simulated client meets the group protocol, and the Kafka coordinator's barrier details
-the Kafka 4.4 recordings showed: Java advances a rebalance one step per ``poll()``, librdkafka
-sends at most one JoinGroup per second, the join barrier waits for members sent
-MEMBER_ID_REQUIRED, and a session ends just after its deadline."""
+the Kafka 4.4 recordings showed: Java advances a rebalance one step per ``poll()``; librdkafka
+sends at most one JoinGroup per second, leaves only after a round it joined and ignores news of
+another rebalance while its callbacks wait for ``poll()``; the join barrier waits for members sent
+MEMBER_ID_REQUIRED."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kassign.sim import Scenario, ScaleOut, SimConfig, simulate
 from kassign.sim.coordinator import JoinResponse, KafkaCoordinator, SyncResponse
 from kassign.sim.engine import EventLoop
 from kassign.sim.member import LIBRDKAFKA_JOIN_INTERVAL_S
+from kassign.sim.simulator import Simulation
 
 FAST = dict(assignor="cooperative-sticky", session_timeout_ms=1500.0, heartbeat_interval_ms=250.0)
 
@@ -125,3 +127,45 @@ def test_a_pending_member_that_never_returns_stops_holding_the_barrier_after_its
     assert len(old.joins) == 1
     loop.run(1.7, lambda: False)
     assert len(old.joins) == 2 and set(old.joins[-1].members or {}) == {"old"}
+
+
+def _closing_while_parked_at_the_barrier(client: str) -> dict[str, float]:
+    """Just after m2's heartbeat, m1 rejoins, and 50 ms later it is told to close while its JoinGroup
+    waits for m2 (which learns of the rebalance only at its next heartbeat): when m1 starts closing
+    and is closed, and when m2 joins."""
+    sim = Simulation(Scenario(2, {"topic": 4}), SimConfig(client=client, **FAST), None)
+    for _ in range(2):
+        sim.start_member()
+    sim.loop.run(5.0, lambda: False)
+    start = sim.members["m2"].next_heartbeat_t + 0.01
+    sim.loop.run(start, lambda: False)
+    sim.members["m1"].request_rejoin()
+    sim.loop.run(start + 0.05, lambda: False)
+    sim.members["m1"].close()
+    sim.loop.run(start + 3.0, lambda: False)
+    after = [e for e in sim.events if e.t >= start]
+    return {"start": start,
+            "closing": next(e.t for e in after if e.id == "m1" and e.ev == "closing"),
+            "closed": next(e.t for e in after if e.id == "m1" and e.ev == "closed"),
+            "m2 joins": next(e.t for e in after if e.id == "m2" and e.ev == "join")}
+
+
+def test_librdkafka_closes_only_once_the_round_it_joined_is_over() -> None:
+    rdkafka = _closing_while_parked_at_the_barrier("librdkafka")
+    assert rdkafka["closing"] == pytest.approx(rdkafka["start"] + 0.05)  # the application stops at once...
+    assert rdkafka["m2 joins"] > rdkafka["start"] + 0.2  # (m2 heard of the rebalance a heartbeat later)
+    assert rdkafka["closed"] > rdkafka["m2 joins"]  # ...but its consumer leaves after the round
+    aiokafka = _closing_while_parked_at_the_barrier("aiokafka")
+    assert aiokafka["closed"] < min(aiokafka["m2 joins"], aiokafka["start"] + 0.1)
+
+
+def test_librdkafka_does_not_rejoin_while_its_callbacks_wait_for_poll() -> None:
+    result = simulate(Scenario(3, {"topic": 12}).then(ScaleOut(3, after_s=5.0, phase=0.5)),
+                      SimConfig(client="librdkafka", processing_ms=400.0, **FAST))
+    start = result.phases["1:scale_out"][0]
+    for member in ("m1", "m2", "m3"):
+        mine = [e for e in result.events if e.id == member and e.t >= start]
+        first_sync = next(e.t for e in mine if e.ev == "sync")
+        revoked = next(e.t for e in mine if e.ev == "cb_revoked")
+        assert revoked - first_sync > 0.05  # the callbacks waited for the batch in hand
+        assert not [e for e in mine if e.ev == "join" and first_sync < e.t < revoked], member
