@@ -237,7 +237,8 @@ class GroupDriver:
 
     def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None,
                         kafka_clients: str | None, instance_id: str | None = None, hold: bool = False,
-                        slow_revoke_ms: int = 0) -> list[str]:
+                        slow_revoke_ms: int = 0, group_protocol: str | None = None,
+                        remote_assignor: str | None = None) -> list[str]:
         t = self.timing
         common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
                   "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
@@ -251,6 +252,12 @@ class GroupDriver:
             common += ["--instance-id", instance_id]
         if hold:
             common.append("--hold")
+        if group_protocol is not None or remote_assignor is not None:
+            if kind == "confluent":
+                raise ValueError("group_protocol applies to aiokafka and Java members only, not 'confluent'")
+            common += ["--group-protocol", group_protocol or "classic"]
+            if remote_assignor is not None:
+                common += ["--remote-assignor", remote_assignor]
         if consumer_factory is not None and kind != "aiokafka":
             raise ValueError(f"consumer_factory applies to aiokafka members only, not {kind!r}")
         if kafka_clients is not None and kind != "java":
@@ -286,6 +293,8 @@ class GroupDriver:
         instance_id: str | None = None,
         hold: bool = False,
         slow_revoke_ms: int = 0,
+        group_protocol: str | None = None,
+        remote_assignor: str | None = None,
     ) -> str:
         """Start one member; returns its id (``m1``, ``m2``, ... unless given).
 
@@ -297,6 +306,10 @@ class GroupDriver:
         ``instance_id``: ``group.instance.id`` (a static member). ``hold``: the member builds its consumer,
         reports ``ready`` and subscribes only on :meth:`release_member` (a replacement prepared in advance).
         ``slow_revoke_ms`` (aiokafka only): ``on_partitions_revoked`` takes that much longer (a slow application).
+        ``group_protocol`` (aiokafka and Java): ``"consumer"`` joins with KIP-848's protocol (Java needs
+        ``kafka_clients`` 4.x; aiokafka members need ``CooperativeConsumer`` as ``consumer_factory``), the
+        broker assigning with ``remote_assignor``; ``strategy`` and the timing's session timeout and
+        heartbeat interval are then not used (the group's own settings are).
         """
         if member_id is None:
             member_id = f"m{self._next_number}"
@@ -305,7 +318,7 @@ class GroupDriver:
             raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
         strategy_arg = strategy_argument(strategy)
         cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients,
-                                   instance_id, hold, slow_revoke_ms)
+                                   instance_id, hold, slow_revoke_ms, group_protocol, remote_assignor)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.

@@ -35,8 +35,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Usage: JavaMember --bootstrap B --group G --topics T1[,T2] --id M --strategy S[,S2]
  *        [--session-ms 1500] [--heartbeat-ms 250] [--max-poll-ms 30000] [--rack R] [--progress-ms 1000]
  *        [--process-ms MS|LO,HI] [--seed N] [--instance-id I] [--hold]
+ *        [--group-protocol classic|consumer] [--remote-assignor uniform|range]
  * --process-ms: work per non-empty poll batch (uniform in LO..HI, seeded by --seed and the id);
  * --hold: print a "ready" event and subscribe only when a line "go" arrives on stdin.
+ * --group-protocol consumer (kafka-clients 4.x): KIP-848's protocol; --strategy, --session-ms and
+ * --heartbeat-ms are then not used (the broker assigns and sets both), --remote-assignor picks its assignor.
  * Strategies: range, roundrobin, sticky, cooperative-sticky (or a fully qualified class name).
  */
 public class JavaMember {
@@ -281,9 +284,17 @@ public class JavaMember {
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opt.get("bootstrap"));
         props.put(ConsumerConfig.GROUP_ID_CONFIG, opt.get("group"));
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, opt.get("id"));
-        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, String.join(",", strategies));
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, opt.getOrDefault("session-ms", "1500"));
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, opt.getOrDefault("heartbeat-ms", "250"));
+        String groupProtocol = opt.getOrDefault("group-protocol", "classic");
+        if (groupProtocol.equals("consumer")) {
+            // KIP-848: the broker assigns and owns the session timeout and heartbeat interval; the
+            // consumer refuses the classic protocol's settings, so the strategy is only the broker's assignor.
+            props.put("group.protocol", "consumer");
+            if (opt.containsKey("remote-assignor")) props.put("group.remote.assignor", opt.get("remote-assignor"));
+        } else {
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, String.join(",", strategies));
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, opt.getOrDefault("session-ms", "1500"));
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, opt.getOrDefault("heartbeat-ms", "250"));
+        }
         props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, opt.getOrDefault("max-poll-ms", "30000"));
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

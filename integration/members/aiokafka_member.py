@@ -120,13 +120,18 @@ class AiokafkaMember:
             bootstrap_servers=args.bootstrap,
             group_id=args.group,
             client_id=args.id,
-            partition_assignment_strategy=resolve_assignors(args.strategy),
-            session_timeout_ms=args.session_ms,
-            heartbeat_interval_ms=args.heartbeat_ms,
             max_poll_interval_ms=args.max_poll_ms,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )
+        if args.group_protocol == "consumer":
+            # KIP-848: the broker assigns and owns the session timeout and heartbeat interval.
+            config["group_protocol"] = "consumer"
+            if args.remote_assignor:
+                config["group_remote_assignor"] = args.remote_assignor
+        else:
+            config.update(partition_assignment_strategy=resolve_assignors(args.strategy),
+                          session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.heartbeat_ms)
         if args.rack:
             config["client_rack"] = args.rack
         if args.instance_id:
@@ -228,6 +233,9 @@ class AiokafkaMember:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = common_arguments("aiokafka consumer-group member for kassign's group driver")
     ap.add_argument("--consumer-factory", default=None, help="module:attr replacing AIOKafkaConsumer")
+    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic",
+                    help="consumer: KIP-848's group protocol (needs a consumer factory that takes group_protocol)")
+    ap.add_argument("--remote-assignor", default=None, help="the broker-side assignor with --group-protocol consumer")
     ap.add_argument("--slow-revoke-ms", type=int, default=0,
                     help="extra time on_partitions_revoked takes before committing (a slow application)")
     args = ap.parse_args(argv)

@@ -308,6 +308,9 @@ class ConsumerGroupMember:
         self._regex: str | None = None
         self._target: frozenset[TopicIdPartition] | None = None  # the last assignment the broker sent
         self._current: frozenset[TopicIdPartition] = frozenset()  # what the member owns (reconciled)
+        # Whether an assignment was reconciled since joining: the first one always is, even when empty,
+        # so the application hears on_partitions_assigned once it is in the group (as in Java).
+        self._reconciled_once = False
         self._names: dict[uuid.UUID, str] = {}  # names of owned topics, kept even if metadata loses them
         self._reconciling: Reconciliation | None = None
         self._unresolved: frozenset[uuid.UUID] = frozenset()
@@ -377,6 +380,7 @@ class ConsumerGroupMember:
         self.member_epoch = JOIN_EPOCH
         self._target = None
         self._reconciling = None
+        self._reconciled_once = False
         self._unresolved = frozenset()
         self._sent = _Sent()  # a join carries every field
 
@@ -531,6 +535,7 @@ class ConsumerGroupMember:
 
     def _clear_assignment(self) -> None:
         self._current = frozenset()
+        self._reconciled_once = False
         self._names = {}
         self._target = None
         self._reconciling = None
@@ -544,7 +549,7 @@ class ConsumerGroupMember:
     # -- reconciliation ----------------------------------------------------------------------
 
     def _target_reconciled(self) -> bool:
-        return self._target is None or self._target == self._current
+        return self._target is None or (self._reconciled_once and self._target == self._current)
 
     def maybe_reconcile(self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]) -> Reconciliation | None:
         """The next step towards the target assignment, or None (nothing to do, one in progress, or
@@ -564,8 +569,9 @@ class ConsumerGroupMember:
         assigned_ids = frozenset(p for p in self._target if p.topic_id in resolved)
         if unresolved:
             log.info("group %s: waiting for metadata of topic ids %s", self.group_id, sorted(map(str, unresolved)))
-        if assigned_ids == self._current:
-            # The resolvable part is what the member owns already; the rest waits for metadata.
+        if assigned_ids == self._current and (self._reconciled_once or unresolved):
+            # The resolvable part is what the member owns already; the rest waits for metadata (a
+            # member that just joined waits for it too, rather than first hearing of an empty assignment).
             return None
         names_by_id = {**self._names, **resolved}
 
@@ -598,6 +604,7 @@ class ConsumerGroupMember:
             log.info("group %s: reconciliation no longer relevant (state %s)", self.group_id, self.state.name)
             return False
         self._current = rec.assigned_ids
+        self._reconciled_once = True
         self._names = dict(rec.names)
         self._reconciling = None
         self.state = MemberState.ACKNOWLEDGING

@@ -251,6 +251,21 @@ def test_revocation_is_acknowledged_before_the_broker_hands_out_the_freed_partit
     assert rec.revoked == tps() and rec.added == tps(3)
 
 
+def test_an_empty_first_assignment_is_still_reconciled_once():
+    """A member joining a group with more members than partitions hears on_partitions_assigned(empty)
+    once, as in Java; the same empty assignment again is nothing to do."""
+    m = member()
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {}))
+    rec = m.maybe_reconcile(NAMES)
+    assert rec is not None and rec.actions == [AssignPartitions(frozenset(), frozenset())]
+    assert m.reconciliation_done(rec)
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {}))
+    assert m.state is MemberState.STABLE and m.maybe_reconcile(NAMES) is None
+
+
 def test_same_target_again_is_nothing_to_do():
     m = joined({T: [0, 1]})
     m.build_heartbeat()

@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.util import get_running_loop
 
 from kassign.adapters.aiokafka.assignors import CooperativeStickyAssignor, core_assignor_for
+from kassign.adapters.aiokafka.consumer_group_coordinator import ConsumerGroupCoordinator
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator
 from kassign.adapters.aiokafka.internals import check_version, coordinator_settings, make_fetcher
 from kassign.membership import select_rebalance_protocol
@@ -23,7 +24,16 @@ from kassign.model import RebalanceProtocol
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CooperativeConsumer"]
+__all__ = ["CooperativeConsumer", "GROUP_PROTOCOLS"]
+
+#: The values of ``group_protocol``, as Java's ``group.protocol`` names them.
+GROUP_PROTOCOLS = ("classic", "consumer")
+_DEFAULT_STRATEGY = (CooperativeStickyAssignor,)
+# Settings the broker owns on the consumer protocol; Java refuses them there too.
+_CLASSIC_ONLY = {
+    "session_timeout_ms": "the group's consumer.session.timeout.ms (broker: group.consumer.session.timeout.ms)",
+    "heartbeat_interval_ms": "the group's consumer.heartbeat.interval.ms (broker: group.consumer.heartbeat.interval.ms)",
+}
 
 
 class CooperativeConsumer(AIOKafkaConsumer):
@@ -50,17 +60,46 @@ class CooperativeConsumer(AIOKafkaConsumer):
 
     ``group_instance_id`` (static membership, KIP-345) is what makes a rolling restart cheap: a
     member restarted within the session timeout gets its own partitions back without a rebalance.
+
+    ``group_protocol`` (Java's ``group.protocol``): ``"classic"`` (the default: JoinGroup/SyncGroup,
+    everything above) or ``"consumer"``, the next-generation protocol of KIP-848 (Apache Kafka 4.0+):
+    the broker assigns with its ``group_remote_assignor`` (Java's ``group.remote.assignor``:
+    ``"uniform"``, ``"range"``, or None for the group's default), the consumer heartbeats and
+    reconciles, with the same listener calls (revoked: only what is taken away; assigned: only what
+    is added; lost: on fencing), and commits carry its member epoch. The broker owns the session
+    timeout and heartbeat interval there, so ``session_timeout_ms``, ``heartbeat_interval_ms`` and
+    ``partition_assignment_strategy`` are refused with it, as Java refuses them.
     """
 
     def __init__(
         self,
         *topics: str,
-        partition_assignment_strategy: Sequence[Any] = (CooperativeStickyAssignor,),
+        partition_assignment_strategy: Sequence[Any] = _DEFAULT_STRATEGY,
         client_rack: str | None = None,
         fast_follow_up: bool = True,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         **kwargs: Any,
     ) -> None:
         check_version()
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, got {group_protocol!r}")
+        if group_protocol == "classic" and group_remote_assignor is not None:
+            raise ValueError("group_remote_assignor applies to group_protocol='consumer' only (the broker assigns "
+                             "there); the classic protocol assigns with partition_assignment_strategy")
+        if group_protocol == "consumer":
+            if group_remote_assignor is not None and (not isinstance(group_remote_assignor, str) or not group_remote_assignor):
+                raise ValueError(f"group_remote_assignor must name a broker-side assignor such as 'uniform' or "
+                                 f"'range', got {group_remote_assignor!r}")
+            if partition_assignment_strategy is not _DEFAULT_STRATEGY:
+                raise ValueError("partition_assignment_strategy cannot be set with group_protocol='consumer': the "
+                                 "broker assigns (choose its assignor with group_remote_assignor)")
+            refused = sorted(set(kwargs) & set(_CLASSIC_ONLY))
+            if refused:
+                raise ValueError(f"{', '.join(refused)} cannot be set with group_protocol='consumer': the broker owns "
+                                 + "; ".join(f"{k} as {_CLASSIC_ONLY[k]}" for k in refused))
+        self._kassign_group_protocol = group_protocol
+        self._kassign_remote_assignor = group_remote_assignor
         self._kassign_fast_follow_up = fast_follow_up
         if isinstance(partition_assignment_strategy, (str, bytes)) or not partition_assignment_strategy:
             raise ValueError(f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
@@ -75,8 +114,16 @@ class CooperativeConsumer(AIOKafkaConsumer):
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
-        """The protocol this consumer rebalances with (chosen from its assignors)."""
+        """The protocol this consumer rebalances with (chosen from its assignors; always cooperative
+        on the consumer group protocol, whose reconciliation is incremental)."""
+        if self._kassign_group_protocol == "consumer":
+            return RebalanceProtocol.COOPERATIVE
         return self._kassign_protocol
+
+    @property
+    def group_protocol(self) -> str:
+        """``"classic"`` or ``"consumer"`` (KIP-848), as given."""
+        return self._kassign_group_protocol
 
     async def start(self) -> None:
         """Connect, load metadata and, with a ``group_id``, join the group through kassign's
@@ -89,14 +136,23 @@ class CooperativeConsumer(AIOKafkaConsumer):
         await self._client.bootstrap()
         await self._wait_topics()
         self._fetcher = make_fetcher(self)
-        self._coordinator = KassignGroupCoordinator(
-            self._client,
-            self._subscription,
-            assignors=self._kassign_assignors,
-            client_rack=self._client_rack,
-            fast_follow_up=self._kassign_fast_follow_up,
-            **coordinator_settings(self),
-        )
+        if self._kassign_group_protocol == "consumer":
+            self._coordinator = ConsumerGroupCoordinator(
+                self._client,
+                self._subscription,
+                server_assignor=self._kassign_remote_assignor,
+                client_rack=self._client_rack,
+                **coordinator_settings(self),
+            )
+        else:
+            self._coordinator = KassignGroupCoordinator(
+                self._client,
+                self._subscription,
+                assignors=self._kassign_assignors,
+                client_rack=self._client_rack,
+                fast_follow_up=self._kassign_fast_follow_up,
+                **coordinator_settings(self),
+            )
         subscription = self._subscription.subscription
         if subscription is not None:
             if self._subscription.partitions_auto_assigned():

@@ -1,0 +1,552 @@
+"""kassign's coordinator for aiokafka on the next-generation consumer group protocol (KIP-848).
+
+The broker assigns; this coordinator heartbeats and reconciles. The decisions are
+:class:`kassign.membership.ConsumerGroupMember`'s; this module carries them out with kassign's
+codecs over aiokafka's coordinator connection:
+
+* ConsumerGroupHeartbeat (API 68) on the interval the broker returns, at once when joining,
+  acknowledging or leaving; one heartbeat task beside the coordination routine, so a slow listener
+  never stops the heartbeats;
+* reconciliation in the coordination routine: the revoked partitions are paused, committed (with
+  auto-commit) and handed to ``on_partitions_revoked``; then the new assignment is installed keeping
+  the positions of what stays, ``on_partitions_assigned`` gets what is new, and the next heartbeat
+  acknowledges the owned set;
+* the broker names topics by id: the coordinator names them with a Metadata v12+ request
+  (:mod:`kassign.protocol.metadata`), asked only for ids it has not seen;
+* fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, or its session expired): every partition goes to
+  ``on_partitions_lost`` (``on_partitions_revoked`` for listeners without it), uncommitted, and the
+  member joins again at epoch 0; fatal errors (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
+  UNSUPPORTED_VERSION, ...) are raised from ``getmany()``/``getone()`` as :class:`GroupProtocolError`;
+* offsets are committed with OffsetCommit v9+ carrying the member id and epoch, so a fenced member's
+  late commit is refused by the broker (committed offsets are read with aiokafka's own OffsetFetch,
+  which a consumer group answers without membership);
+* closing (or unsubscribing) revokes everything (lost, when the member is no longer in the group)
+  and leaves with epoch -1; a static member (``group_instance_id``) leaves with -2, so a restart
+  within the session timeout gets its partitions back without a reassignment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import aiokafka.errors as Errors
+from aiokafka.consumer.group_coordinator import GroupCoordinator
+from aiokafka.structs import TopicPartition as AioTopicPartition
+
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.internals import close_started
+from kassign.membership.consumer_group import (
+    ERROR_NAMES,
+    Action,
+    Backoff,
+    ConsumerGroupFatalError,
+    ConsumerGroupMember,
+    Fail,
+    FindCoordinator,
+    LosePartitions,
+    MemberState,
+    Reconciliation,
+    RevokePartitions,
+)
+from kassign.protocol import AiokafkaRequest, UnsupportedApiVersion
+from kassign.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kassign.protocol.flexible_wire import ZERO_UUID
+from kassign.protocol.metadata import MetadataRequest
+from kassign.protocol.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ConsumerGroupCoordinator", "GroupProtocolError", "StaleMemberEpochError"]
+
+# A revocation commit that fails with a retriable error (or a stale epoch) is tried this often.
+_REVOCATION_COMMIT_ATTEMPTS = 3
+# The longest the heartbeat task sleeps without looking at the poll timer and the member's state.
+_IDLE_CHECK_S = 1.0
+# How long a closing member waits for its leave heartbeat to be answered.
+_LEAVE_WAIT_S = 5.0
+
+
+class GroupProtocolError(Errors.KafkaError):
+    """A KIP-848 error that ends the membership (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
+    UNSUPPORTED_VERSION, ...); ``error`` is Kafka's error name."""
+
+    def __init__(self, failure: ConsumerGroupFatalError) -> None:
+        super().__init__(str(failure))
+        self.error = failure.error
+        self.failure = failure
+
+
+class StaleMemberEpochError(Errors.CommitFailedError):
+    """OffsetCommit answered STALE_MEMBER_EPOCH: the member's epoch moved on since the commit was built."""
+
+
+class ConsumerGroupCoordinator(GroupCoordinator):
+    """aiokafka's GroupCoordinator on the consumer group protocol (KIP-848): heartbeats, reconciliation,
+    member-epoch commits. ``server_assignor``: Java's ``group.remote.assignor`` (``"uniform"``,
+    ``"range"``, or None for the group's default)."""
+
+    def __init__(self, client: Any, subscription: Any, *, server_assignor: str | None = None,
+                 client_rack: str | None = None, **kwargs: Any) -> None:
+        group_id = kwargs.get("group_id") or "aiokafka-default-group"
+        # The member exists before aiokafka's constructor starts the coordination routine.
+        self._member = ConsumerGroupMember(
+            group_id,
+            instance_id=kwargs.get("group_instance_id"),
+            rack_id=client_rack,
+            # Java's rebalance timeout on this protocol is the max poll interval.
+            rebalance_timeout_ms=kwargs.get("max_poll_interval_ms", 300_000),
+            server_assignor=server_assignor,
+        )
+        self._held: frozenset[AioTopicPartition] = frozenset()  # what this consumer actually consumes
+        self._owned_assignment: Any = None
+        self._topic_names: dict[uuid.UUID, str] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._pending: collections.deque[Action] = collections.deque()  # from the heartbeat task
+        self._wake = asyncio.Event()  # the coordination routine has work
+        self._heartbeat_wake = asyncio.Event()  # a heartbeat may be due
+        self._leave_answered: asyncio.Event | None = None
+        self._heartbeat_loop_task: asyncio.Task[None] | None = None
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._fatal_error: GroupProtocolError | None = None
+        self._listener_error: Exception | None = None
+        super().__init__(client, subscription, **kwargs)
+
+    # aiokafka reads and writes these; on this protocol they follow the member.
+    @property  # type: ignore[override]
+    def generation(self) -> int:
+        """The member epoch (-1 when the member has none)."""
+        epoch = self._member.member_epoch
+        return epoch if epoch > 0 else -1
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        pass  # aiokafka resets it; the member's epoch is the protocol's
+
+    @property  # type: ignore[override]
+    def member_id(self) -> str:
+        """This member's id (kept for the consumer's whole life, as KIP-1082 wants)."""
+        return self._member.member_id
+
+    @member_id.setter
+    def member_id(self, value: str) -> None:
+        pass
+
+    @property
+    def member(self) -> ConsumerGroupMember:
+        """The membership state machine (read it; the coordinator drives it)."""
+        return self._member
+
+    @property
+    def owned_partitions(self) -> frozenset[AioTopicPartition]:
+        """The partitions this member consumes right now."""
+        return self._held
+
+    @property
+    def closing(self) -> bool:
+        return close_started(self)
+
+    def _on_metadata_change(self) -> None:
+        # Partition counts and pattern matches change on the broker's side of this protocol: nothing
+        # to rejoin, but names may have become resolvable.
+        self._wake.set()
+
+    def request_rejoin(self) -> None:
+        # aiokafka asks for a rejoin on metadata changes and some commit errors; the broker decides here.
+        self._wake.set()
+
+    def reset_generation(self) -> None:
+        self._wake.set()
+
+    # -- the coordination routine ------------------------------------------------------------
+
+    async def _coordination_routine(self) -> None:
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("group %s: unexpected error in the consumer group coordination", self.group_id)
+            kafka_exc = Errors.KafkaError(f"Unexpected error during coordination {exc!r}")
+            self._subscription.abort_waiters(kafka_exc)
+            raise kafka_exc from exc
+
+    async def _run(self) -> None:
+        self._heartbeat_loop_task = asyncio.ensure_future(self._heartbeat_loop())
+        seen: Any = None  # the aiokafka Subscription last handed to the member
+        while not self.closing:
+            subscription = self._subscription.subscription
+            if subscription is None or not subscription.active:
+                await asyncio.wait([asyncio.ensure_future(self._subscription.wait_for_subscription()), self._closing],
+                                   return_when=asyncio.FIRST_COMPLETED)
+                continue
+            if subscription is not seen:
+                seen = subscription
+                self._on_subscription(subscription)
+            if not self._subscription.partitions_auto_assigned():
+                await self._idle(subscription, None)
+                continue
+            await self._do_pending()
+            if self._member.state is MemberState.FATAL:
+                await self._idle(subscription, None)
+                continue
+            rec = self._member.maybe_reconcile(self._name_of)
+            if self._member.unresolved_topic_ids:
+                self._resolve_later(self._member.unresolved_topic_ids)
+            if rec is not None:
+                await self._reconcile(rec)
+                continue
+            timeout = None
+            assignment = subscription.assignment
+            if assignment is not None and self._member.commit_identity() is not None:
+                try:
+                    timeout = await self._maybe_do_autocommit(assignment)
+                except Errors.KafkaError as err:
+                    log.warning("group %s: auto-commit failed: %r", self.group_id, err)
+                    timeout = self._retry_backoff_ms / 1000
+            await self._idle(subscription, timeout)
+        # Closing: the last auto-commit while the member still has its epoch (close() leaves next).
+        assignment = self._owned_assignment
+        if assignment is not None and self._held and self._member.commit_identity() is not None:
+            try:
+                await self._maybe_do_last_autocommit(assignment)
+            except Errors.KafkaError as err:
+                log.error("group %s: the last auto-commit failed: %r", self.group_id, err)
+
+    async def _idle(self, subscription: Any, timeout: float | None) -> None:
+        """Until there is work: a wake-up, a subscription change, closing, or ``timeout`` seconds."""
+        waits = [asyncio.ensure_future(self._wake.wait()), self._closing, subscription.unsubscribe_future]
+        if self._heartbeat_loop_task is not None:
+            waits.append(self._heartbeat_loop_task)
+        if self._commit_refresh_task is not None:
+            waits.append(self._commit_refresh_task)
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waits[0].cancel()
+        self._wake.clear()
+        for task in (self._heartbeat_loop_task, self._commit_refresh_task):
+            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    def _on_subscription(self, subscription: Any) -> None:
+        """A new aiokafka subscription (subscribe(), or a pattern matching other topics): hand it to the
+        member, and keep consuming the held partitions still subscribed (aiokafka dropped its assignment)."""
+        if not self._subscription.partitions_auto_assigned():
+            return
+        pattern = self._subscription.subscribed_pattern
+        if pattern is not None:
+            self._member.subscribe(regex=pattern.pattern)
+        elif subscription.topics:
+            self._member.subscribe(subscription.topics)
+        self._heartbeat_wake.set()
+        if self._held and subscription.assignment is None:
+            keep = frozenset(tp for tp in self._held if tp.topic in subscription.topics)
+            # Partitions of topics no longer subscribed stay held (not fetched) until the broker's
+            # next assignment revokes them: they are revoked once, through the listener.
+            self._owned_assignment = install(self._subscription, self._owned_assignment, keep, keep)
+
+    async def _do_pending(self) -> None:
+        """Carry out what the heartbeat task decided: losing partitions, failing."""
+        while self._pending:
+            action = self._pending.popleft()
+            if isinstance(action, LosePartitions):
+                await self._lose_held()
+                self._member.partitions_lost_done()
+                self._heartbeat_wake.set()
+            elif isinstance(action, Fail):
+                self._fail(action.error)
+
+    def _fail(self, failure: ConsumerGroupFatalError) -> None:
+        error = GroupProtocolError(failure)
+        self._fatal_error = error
+        self._subscription.abort_waiters(error)
+
+    # -- reconciling -------------------------------------------------------------------------
+
+    def _name_of(self, topic_id: uuid.UUID) -> str | None:
+        """The name of a topic id, if known and subscribed (a topic no longer subscribed waits for
+        the broker's next assignment, which will not have it)."""
+        name = self._topic_names.get(topic_id)
+        subscription = self._subscription.subscription
+        if name is None or subscription is None or name not in subscription.topics:
+            return None
+        return name
+
+    def _resolve_later(self, topic_ids: Iterable[uuid.UUID]) -> None:
+        if self._metadata_task is None or self._metadata_task.done():
+            self._metadata_task = asyncio.ensure_future(self._resolve(frozenset(topic_ids)))
+
+    async def _resolve(self, topic_ids: frozenset[uuid.UUID]) -> None:
+        """Name ``topic_ids`` with a Metadata v12+ request: first for the subscribed topics, then (a
+        regex subscription, or topics renamed meanwhile) for every topic."""
+        subscription = self._subscription.subscription
+        subscribed = sorted(subscription.topics) if subscription is not None else []
+        for names in ([subscribed] if subscribed else []) + [None]:
+            try:
+                await self.ensure_coordinator_known()
+                node = self.coordinator_id
+                if node is None:
+                    return
+                response = await self._client.send(node, AiokafkaRequest(MetadataRequest.for_topics(names)))
+            except (Errors.KafkaError, UnsupportedApiVersion) as err:
+                log.warning("group %s: naming topic ids %s failed: %r", self.group_id, sorted(map(str, topic_ids)), err)
+                await asyncio.sleep(self._retry_backoff_ms / 1000)
+                break
+            found = response.topic_names()
+            self._topic_names.update(found)
+            self._topic_ids.update({name: tid for tid, name in found.items()})
+            if topic_ids <= set(self._topic_names):
+                break
+        self._wake.set()
+
+    async def _reconcile(self, rec: Reconciliation) -> None:
+        member = self._member
+        if rec.revoked:
+            revoked = aio_partitions(rec.revoked)
+            await self._revoke(revoked, commit=self._enable_auto_commit)
+            if not member.still_reconciling(rec):
+                return  # fenced or leaving meanwhile: what is held is lost or revoked by that path
+        subscription = self._subscription.subscription
+        if subscription is None:
+            return
+        assigned = frozenset(tp for tp in aio_partitions(rec.assigned) if tp.topic in subscription.topics)
+        kept = frozenset(aio_partitions(rec.kept)) & assigned
+        current = subscription.assignment
+        if not (current is not None and current is self._owned_assignment and current.tps == assigned):
+            self._owned_assignment = install(self._subscription, self._owned_assignment, assigned, kept)
+            await self._stop_commit_offsets_refresh_task()
+            self.start_commit_offsets_refresh_task(self._owned_assignment)
+        self._held = assigned
+        log.info("group %s epoch %s: assigned %s, added %s, revoked %s", self.group_id, rec.epoch,
+                 sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
+        await self._call_listener("on_partitions_assigned", aio_partitions(rec.added))
+        if member.reconciliation_done(rec):
+            self._heartbeat_wake.set()  # the acknowledgement goes out now
+
+    async def _revoke(self, partitions: frozenset[AioTopicPartition], *, commit: bool) -> None:
+        """Stop consuming ``partitions``, commit them (``commit``), then ``on_partitions_revoked``."""
+        assignment = self._owned_assignment
+        pause(assignment, partitions)
+        if commit and assignment is not None:
+            await self._commit_revoked(assignment, partitions)
+        log.info("group %s: revoking %s", self.group_id, sorted(partitions))
+        self._held = self._held - partitions
+        await self._call_listener("on_partitions_revoked", partitions)
+
+    async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
+        offsets = consumed_offsets(assignment, partitions)
+        for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
+            try:
+                async with self._commit_lock:
+                    await self._do_commit_offsets(assignment, offsets)
+                return
+            except Errors.KafkaError as err:
+                # A stale epoch is retried with the newest one, as Java does while revoking.
+                retry = err.retriable or isinstance(err, StaleMemberEpochError)
+                if not retry or attempt == _REVOCATION_COMMIT_ATTEMPTS:
+                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner resumes "
+                              "from the last committed offsets", self.group_id, sorted(offsets), err)
+                    return
+                await asyncio.sleep(self._retry_backoff_ms / 1000)
+                await self.ensure_coordinator_known()
+
+    async def _lose_held(self) -> None:
+        """Drop everything held, uncommitted: ``on_partitions_lost`` (``on_partitions_revoked`` for a
+        listener without it)."""
+        lost, self._held = self._held, frozenset()
+        subscription = self._subscription.subscription
+        if subscription is not None and self._subscription.partitions_auto_assigned():
+            pause(self._owned_assignment, lost)
+            self._owned_assignment = install(self._subscription, self._owned_assignment, (), ())
+        if not lost:
+            return
+        log.warning("group %s: lost %s (the member is out of the group)", self.group_id, sorted(lost))
+        listener = self._subscription.listener
+        method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
+        await self._call_listener(method, lost)
+
+    async def _call_listener(self, method: str, partitions: Iterable[AioTopicPartition]) -> None:
+        error = await call_listener(self._subscription.listener, method, partitions, group_id=self.group_id,
+                                    rebalance_timeout_s=self._member.rebalance_timeout_ms / 1000)
+        if error is not None and self._listener_error is None:
+            self._listener_error = error
+
+    def check_errors(self) -> None:
+        """aiokafka's checks, then a fatal group error (every time: the membership is over), then a
+        pending listener exception (once)."""
+        super().check_errors()
+        if self._fatal_error is not None:
+            raise self._fatal_error
+        if self._listener_error is not None:
+            exc, self._listener_error = self._listener_error, None
+            raise exc
+
+    # -- heartbeats --------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        member = self._member
+        last_sent = float("-inf")
+        while True:
+            self._check_poll_timer()
+            delay = member.heartbeat_delay(time.monotonic() - last_sent)
+            if delay is None or delay > 0:
+                wait = _IDLE_CHECK_S if delay is None else min(delay, _IDLE_CHECK_S)
+                self._heartbeat_wake.clear()
+                try:
+                    await asyncio.wait_for(self._heartbeat_wake.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            await self.ensure_coordinator_known()
+            if self.coordinator_id is None and not self.closing:
+                continue
+            member.broker = self._describe_node(self.coordinator_id)
+            request = member.build_heartbeat()
+            if request is None:
+                continue
+            last_sent = time.monotonic()
+            actions = await self._send_heartbeat(request)
+            if request.member_epoch < 0 and self._leave_answered is not None:
+                self._leave_answered.set()
+            for action in actions:
+                if isinstance(action, FindCoordinator):
+                    self.coordinator_dead()
+                elif isinstance(action, Backoff):
+                    await asyncio.sleep(self._retry_backoff_ms / 1000)
+                else:
+                    self._pending.append(action)
+            self._wake.set()  # a new target, a loss or a failure for the coordination routine
+
+    async def _send_heartbeat(self, request: ConsumerGroupHeartbeatRequest) -> list[Action]:
+        member = self._member
+        log.debug("group %s: heartbeat %s", self.group_id, request)
+        try:
+            response = await self._send_req(AiokafkaRequest(request))
+        except UnsupportedApiVersion as err:
+            return member.on_unsupported_version(str(err))
+        except Errors.KafkaError as err:
+            if request.member_epoch < 0:
+                return []  # a leave is sent once
+            return member.on_heartbeat_failure(repr(err))
+        return member.on_heartbeat_response(response)
+
+    def _check_poll_timer(self) -> None:
+        """Leave when the application stopped polling for longer than ``max_poll_interval_ms`` (its
+        partitions are lost); join again when it polls."""
+        idle = self._subscription.fetcher_idle_time
+        if self._member.state is MemberState.STALE:
+            if idle < self._max_poll_interval:
+                log.info("group %s: polling again; rejoining", self.group_id)
+                self._member.poll_resumed()
+        elif self._member.in_group and idle >= self._max_poll_interval:
+            self._pending.extend(self._member.poll_timer_expired())
+            self._wake.set()
+
+    def _describe_node(self, node_id: Any) -> str:
+        meta = self._client.cluster.broker_metadata(node_id) if node_id is not None else None
+        return f"node {node_id} ({meta.host}:{meta.port})" if meta is not None else f"node {node_id}"
+
+    # -- leaving -----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await super().close()  # ends the coordination routine (last auto-commit), then leaves
+        await self._stop_task(self._metadata_task)
+        await self._stop_task(self._heartbeat_loop_task)
+
+    @staticmethod
+    async def _stop_task(task: asyncio.Task[None] | None) -> None:
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    async def _maybe_leave_group(self) -> None:
+        """Leave (close, unsubscribe): revoke (or lose) everything, then one leave heartbeat, epoch -1
+        (a static member: -2)."""
+        await self._do_pending()
+        actions = self._member.leave()
+        for action in actions:
+            if isinstance(action, LosePartitions):
+                await self._lose_held()
+            elif isinstance(action, RevokePartitions):
+                # The coordination routine already made the last auto-commit (when closing); an
+                # unsubscribe commits through the listener, as the application decides.
+                await self._revoke(self._held, commit=False)
+        if self._held:
+            await self._lose_held()
+        self._member.leave_prepared()
+        if self._member.state is not MemberState.LEAVING:
+            return
+        self._leave_answered = asyncio.Event()
+        self._heartbeat_wake.set()
+        if self._heartbeat_loop_task is None or self._heartbeat_loop_task.done():
+            await self._send_heartbeat(self._member.build_heartbeat())  # type: ignore[arg-type]
+            return
+        try:
+            await asyncio.wait_for(self._leave_answered.wait(), _LEAVE_WAIT_S)
+        except asyncio.TimeoutError:
+            log.warning("group %s: the leave heartbeat was not answered within %.0f s", self.group_id, _LEAVE_WAIT_S)
+        finally:
+            self._leave_answered = None
+        log.info("group %s: member %s left the group", self.group_id, self._member.member_id)
+
+    # -- commits -----------------------------------------------------------------------------
+
+    async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
+        """OffsetCommit v9+ with this member's id and epoch: the broker refuses it once the member is
+        fenced (UNKNOWN_MEMBER_ID) or its epoch moved on (STALE_MEMBER_EPOCH)."""
+        if not offsets:
+            return
+        identity = self._member.commit_identity()
+        if identity is None:
+            raise Errors.CommitFailedError(
+                f"group {self.group_id}: member {self._member.member_id} has no epoch to commit with "
+                f"(state {self._member.state.name}); its partitions may already be another member's")
+        member_id, epoch = identity
+        by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
+        for tp, offset in offsets.items():
+            by_topic[tp.topic].append(OffsetCommitRequestPartition(tp.partition, offset.offset, -1, offset.metadata))
+        ids_known = all(topic in self._topic_ids for topic in by_topic)
+        request = OffsetCommitRequest(
+            self.group_id, epoch, member_id, self._member.instance_id,
+            [OffsetCommitRequestTopic(topic, self._topic_ids.get(topic, ZERO_UUID),
+                                      sorted(parts, key=lambda p: p.partition_index))
+             for topic, parts in sorted(by_topic.items())])
+        log.debug("group %s: committing %s at epoch %s", self.group_id, offsets, epoch)
+        try:
+            # Version 10 names topics by id: only when every id is known.
+            response = await self._send_req(AiokafkaRequest(request, max_version=None if ids_known else 9))
+        except UnsupportedApiVersion as err:
+            raise Errors.UnsupportedVersionError(f"OffsetCommit v9+ (member epochs): {err}") from err
+        errors: list[Errors.KafkaError] = []
+        for topic in response.topics:
+            name = topic.name or self._topic_names.get(topic.topic_id, str(topic.topic_id))
+            for part in topic.partitions:
+                if part.error_code:
+                    errors.append(self._commit_error(name, part.partition_index, part.error_code))
+        if errors:
+            raise errors[0]
+
+    def _commit_error(self, topic: str, partition: int, code: int) -> Errors.KafkaError:
+        name = ERROR_NAMES.get(code)
+        log.error("group %s: committing %s-%s failed: %s", self.group_id, topic, partition, name or code)
+        if name == "STALE_MEMBER_EPOCH":
+            self._heartbeat_wake.set()  # learn the current epoch
+            return StaleMemberEpochError(f"group {self.group_id}: {topic}-{partition}: stale member epoch")
+        if name == "UNKNOWN_MEMBER_ID":
+            return Errors.UnknownMemberIdError(self.group_id)
+        if name in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
+            self.coordinator_dead()
+        if code == Errors.GroupAuthorizationFailedError.errno:
+            return Errors.GroupAuthorizationFailedError(self.group_id)
+        return Errors.for_code(code)()

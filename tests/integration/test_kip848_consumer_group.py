@@ -1,0 +1,278 @@
+"""kassign's aiokafka consumer on the next-generation consumer group protocol (KIP-848,
+``CooperativeConsumer(group_protocol="consumer")``) on Apache Kafka 4.4.0, where the broker assigns:
+
+* two kassign members join one topic: every partition owned, never by two members at once (from
+  every member's own callbacks), nothing lost; the time from the second join to all partitions owned
+  is printed;
+* a clean leave hands its partitions over; a crash hands them over after the group's session timeout;
+* a member frozen past its session timeout (a zombie) is fenced when it resumes: its late commit is
+  refused (member epoch) and its partitions go to ``on_partitions_lost``;
+* a static member restarts without a reassignment; a second instance with its id is refused
+  (UNRELEASED_INSTANCE_ID, raised to the application);
+* a mixed group of kassign and Java (kafka-clients 4.4.0, ``group.protocol=consumer``) members.
+
+The group's session timeout and heartbeat interval are its own (``consumer.session.timeout.ms``,
+``consumer.heartbeat.interval.ms``), set short per group as an operator would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+from aiokafka import ConsumerRebalanceListener  # noqa: E402
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from integration.driver import GroupDriver, GroupTiming  # noqa: E402
+from integration.group_config import set_consumer_group_timing  # noqa: E402
+from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+from kassign.adapters.aiokafka.consumer_group_coordinator import GroupProtocolError  # noqa: E402
+
+pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(600)]
+
+CONSUMER = "kassign.adapters.aiokafka:CooperativeConsumer"
+#: The group's own timing on the broker (GroupDriver's members get no session timeout on this protocol).
+TIMING = GroupTiming(session_ms=3000, heartbeat_ms=300)
+JAVA_CLIENTS = "4.4.0"  # group.protocol=consumer is GA from kafka-clients 4.0
+
+
+def _driver(bootstrap: str, group_id: str, topic: str, timing: GroupTiming = TIMING) -> GroupDriver:
+    set_consumer_group_timing(bootstrap, group_id, session_ms=timing.session_ms, heartbeat_ms=timing.heartbeat_ms)
+    return GroupDriver(bootstrap, group_id, topic, timing=timing)
+
+
+def _start(group: GroupDriver, kind: str = "aiokafka", **kwargs) -> str:
+    if kind == "aiokafka":
+        return group.start_member("aiokafka", "range", consumer_factory=CONSUMER, group_protocol="consumer", **kwargs)
+    return group.start_member("java", "range", kafka_clients=JAVA_CLIENTS, group_protocol="consumer", **kwargs)
+
+
+def _first(events, member: str, kind: str, after: float = 0.0):
+    return next((e for e in events if e.id == member and e.ev == kind and e.t >= after), None)
+
+
+def _parts(events, member: str, kind: str, after: float = 0.0) -> set:
+    return {tp for e in events if e.id == member and e.ev == kind and e.t >= after for tp in e.parts or ()}
+
+
+def _all_owned_at(events, partitions, members, after: float = 0.0) -> float:
+    """When every partition first had exactly one owner among ``members`` (by their callbacks), after ``after``."""
+    for i, e in enumerate(events):
+        if e.ev != "cb_assigned" or e.t < after:
+            continue
+        owned = current_assignment(events[: i + 1])
+        counts = [tp for m in members for tp in owned.get(m, ())]
+        if sorted(counts) == sorted(partitions) and all(owned.get(m) for m in members):
+            return e.t
+    raise AssertionError("the partitions were never all owned")
+
+
+def test_two_kassign_members_share_a_topic_exclusively(bootstrap_servers, group_id, topic_factory):
+    """The second member's join moves half the partitions: the first revokes exactly what the second
+    is then given, nothing is owned twice, nothing lost, every record processed."""
+    topic = topic_factory(6)
+    with _driver(bootstrap_servers, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        first = _start(group)
+        group.wait_settled(60)
+        second = _start(group)
+        settled = group.wait_settled(60, balanced=True)
+        producer.stop()
+        events = group.wait_all_processed(producer, 60)
+    assert_exclusive(events)
+    assert sorted(len(p) for p in settled.values()) == [3, 3]
+    joined = _first(events, second, "subscribed").t
+    moved = _parts(events, first, "cb_revoked", joined)
+    assert moved == set(settled[second]) and _parts(events, second, "cb_assigned") == moved
+    assert not _parts(events, first, "cb_lost") and not _parts(events, second, "cb_lost")
+    took = _all_owned_at(events, group.partitions, [first, second], joined) - joined
+    print(f"\nKIP-848, 2 kassign members, 6 partitions: second join to all partitions owned {took:.2f} s")
+    assert took < 10 * TIMING.heartbeat_ms / 1000 + 2.0
+
+
+def test_clean_leave_and_crash_hand_partitions_over(bootstrap_servers, group_id, topic_factory):
+    """A member that closes revokes everything and leaves (its partitions move at once); a member that
+    is killed keeps its partitions until the group's session timeout expires."""
+    topic = topic_factory(6)
+    with _driver(bootstrap_servers, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        members = [_start(group) for _ in range(3)]
+        before = group.wait_settled(60, balanced=True)
+        left = time.time()
+        group.stop_member(members[0])
+        after_leave = group.wait_settled(30, balanced=True)
+        leave_took = time.time() - left
+        crashed = time.time()
+        group.crash_member(members[1])
+        after_crash = group.wait_settled(30)
+        crash_took = time.time() - crashed
+        producer.stop()
+        events = group.wait_all_processed(producer, 60)
+    assert_exclusive(events)
+    assert _parts(events, members[0], "cb_revoked", left) == set(before[members[0]])
+    assert set(after_leave) == {members[1], members[2]} and set(after_crash) == {members[2]}
+    assert len(after_crash[members[2]]) == 6
+    print(f"\nKIP-848: a clean leave settled in {leave_took:.2f} s, a crash in {crash_took:.2f} s "
+          f"(session timeout {TIMING.session_ms / 1000:.1f} s)")
+    assert leave_took < TIMING.session_ms / 1000, "a clean leave waited for the session timeout"
+    assert crash_took >= TIMING.session_ms / 1000 * 0.8, "partitions moved before the crashed member's session expired"
+
+
+def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(bootstrap_servers, group_id, topic_factory):
+    """SIGSTOP past the session timeout: the broker removes the member and hands its partitions over.
+    Resumed, it commits what it had processed at once -- refused, its epoch is gone -- loses its
+    partitions (on_partitions_lost) and joins again at epoch 0, getting a fresh share."""
+    topic = topic_factory(4)
+    with _driver(bootstrap_servers, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        keeper, zombie = _start(group), _start(group)
+        before = group.wait_settled(60, balanced=True)
+        frozen = group.freeze_member(zombie)
+        group.wait_for(lambda ev: len(current_assignment(ev).get(keeper, ())) == 4, 30,
+                       "the keeper owns every partition")
+        thawed = group.thaw_member(zombie)
+        group.wait_for(lambda ev: _first(ev, zombie, "late_commit", thawed) is not None
+                       and _first(ev, zombie, "cb_lost", thawed) is not None, 30, "the zombie noticed")
+        after = group.wait_settled(60, balanced=True)
+        producer.stop()
+        events = group.wait_all_processed(producer, 60)
+    late = _first(events, zombie, "late_commit", thawed)
+    assert late.extra.get("ok") is False, f"the zombie's late commit was accepted: {late}"
+    assert _parts(events, zombie, "cb_lost", thawed) == set(before[zombie])
+    assert set(after[zombie]) and set(after[keeper]), after
+    lost_at = _first(events, zombie, "cb_lost", thawed).t
+    # The only double ownership is the zombie's own, while it was frozen and until it learnt it was out.
+    for overlap in double_ownership(events):
+        assert zombie in overlap.members and overlap.start >= frozen and overlap.end <= lost_at, str(overlap)
+
+
+class Calls(ConsumerRebalanceListener):
+    def __init__(self):
+        self.calls = []
+
+    def on_partitions_revoked(self, revoked):
+        self.calls.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned):
+        self.calls.append(("assigned", set(assigned)))
+
+    def on_partitions_lost(self, lost):
+        self.calls.append(("lost", set(lost)))
+
+
+def _static(bootstrap, group_id, instance):
+    return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_instance_id=instance,
+                               group_protocol="consumer", auto_offset_reset="earliest")
+
+
+async def _held(consumers, partitions, hold_s, timeout=60.0):
+    """Each consumer's partitions once every partition is owned once, with none idle, held ``hold_s``."""
+    deadline = time.monotonic() + timeout
+    since, last = None, None
+    while time.monotonic() < deadline:
+        owned = [frozenset(c.assignment()) for c in consumers]
+        done = sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
+        if done and owned == last:
+            if time.monotonic() - since >= hold_s:
+                return owned
+        else:
+            since = time.monotonic() if done else None
+        last = owned
+        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+    raise AssertionError(f"no held assignment: {last}")
+
+
+def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_id, topic_factory):
+    """A static member's close is a temporary leave (epoch -2): restarted within the session timeout
+    with its instance id it gets its own partitions back, and the others hear nothing."""
+    topic = topic_factory(6)
+    partitions = {TP(topic, p) for p in range(6)}
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
+
+    async def scenario():
+        listeners = [Calls() for _ in range(3)]
+        consumers = [_static(bootstrap_servers, group_id, f"static-{i}") for i in range(3)]
+        for c, lst in zip(consumers, listeners):
+            c.subscribe([topic], listener=lst)
+            await c.start()
+        before = await _held(consumers, partitions, 1.5)
+        calls_before = [list(lst.calls) for lst in listeners[:2]]
+        await consumers[2].stop()
+        restarted = Calls()
+        consumers[2] = _static(bootstrap_servers, group_id, "static-2")
+        consumers[2].subscribe([topic], listener=restarted)
+        began = time.monotonic()
+        await consumers[2].start()
+        while not consumers[2].assignment():
+            await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
+        regained_s = time.monotonic() - began
+        after = await _held(consumers, partitions, 1.5)
+        calls_after = [list(lst.calls) for lst in listeners[:2]]
+        restarted_calls = list(restarted.calls)  # before close(): closing revokes
+        for c in consumers:
+            await c.stop()
+        return before, after, calls_before, calls_after, restarted_calls, regained_s
+
+    before, after, calls_before, calls_after, restarted, regained_s = asyncio.run(scenario())
+    assert after == before
+    assert calls_after == calls_before, "the other members saw a reassignment"
+    assert restarted == [("assigned", set(before[2]))]
+    print(f"\nKIP-848 static restart: partitions back in {regained_s:.2f} s")
+    assert regained_s < 5.0
+
+
+def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers, group_id, topic_factory):
+    """UNRELEASED_INSTANCE_ID is fatal for the newcomer (raised from start()/getmany()); the member
+    holding the id keeps its partitions."""
+    topic = topic_factory(2)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
+
+    async def scenario():
+        holder = _static(bootstrap_servers, group_id, "only-one")
+        holder.subscribe([topic])
+        await holder.start()
+        newcomer = _static(bootstrap_servers, group_id, "only-one")
+        newcomer.subscribe([topic])
+        with pytest.raises(GroupProtocolError) as raised:
+            await asyncio.wait_for(newcomer.start(), 30)
+        with pytest.raises(GroupProtocolError):
+            await newcomer.getmany(timeout_ms=100)
+        await holder.getmany(timeout_ms=500)
+        kept = holder.assignment()
+        await newcomer.stop()
+        await holder.stop()
+        return raised.value, kept
+
+    error, kept = asyncio.run(scenario())
+    assert error.error == "UNRELEASED_INSTANCE_ID"
+    assert kept == {TP(topic, 0), TP(topic, 1)}
+
+
+def test_mixed_group_of_kassign_and_java_members(bootstrap_servers, group_id, topic_factory):
+    """kassign and Java (kafka-clients 4.4.0) members in one KIP-848 group: joins, a Java member's
+    leave and a kassign member's leave, with exclusive ownership throughout and nothing lost."""
+    topic = topic_factory(8)
+    with _driver(bootstrap_servers, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        members = [_start(group, "java"), _start(group, "aiokafka")]
+        group.wait_settled(90, balanced=True)
+        joined = time.time()
+        members += [_start(group, "java"), _start(group, "aiokafka")]
+        settled = group.wait_settled(90, balanced=True)
+        group.stop_member(members[0])
+        group.wait_settled(60, balanced=True)
+        group.stop_member(members[1])
+        final = group.wait_settled(60, balanced=True)
+        producer.stop()
+        events = group.wait_all_processed(producer, 60)
+    assert_exclusive(events)
+    assert sorted(len(p) for p in settled.values()) == [2, 2, 2, 2]
+    assert set(final) == {members[2], members[3]} and sorted(len(p) for p in final.values()) == [4, 4]
+    took = _all_owned_at(events, group.partitions, members, joined) - joined
+    print(f"\nKIP-848 mixed kassign + Java group, 8 partitions: 2 joins to all 4 members owning {took:.2f} s")
+    assert not any(e.ev == "cb_lost" for e in events)
