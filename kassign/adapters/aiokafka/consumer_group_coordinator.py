@@ -80,10 +80,18 @@ class GroupProtocolError(Errors.KafkaError):
     """A KIP-848 error that ends the membership (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
     UNSUPPORTED_VERSION, ...); ``error`` is Kafka's error name."""
 
-    def __init__(self, failure: ConsumerGroupFatalError) -> None:
-        super().__init__(str(failure))
-        self.error = failure.error
+    def __init__(self, message: str, error: str = "", failure: ConsumerGroupFatalError | None = None) -> None:
+        super().__init__(message)
+        self.error = error
         self.failure = failure
+
+    @classmethod
+    def of(cls, failure: ConsumerGroupFatalError) -> GroupProtocolError:
+        return cls(str(failure), failure.error, failure)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # aiokafka copies the exception for every waiter it fails.
+        return type(self), (self.args[0] if self.args else "", self.error, self.failure)
 
 
 class StaleMemberEpochError(Errors.CommitFailedError):
@@ -265,7 +273,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                 self._fail(action.error)
 
     def _fail(self, failure: ConsumerGroupFatalError) -> None:
-        error = GroupProtocolError(failure)
+        error = GroupProtocolError.of(failure)
         self._fatal_error = error
         self._subscription.abort_waiters(error)
 

@@ -1,0 +1,355 @@
+"""kassign's aiokafka coordinator on KIP-848's consumer group protocol, without a broker: a fake
+aiokafka client answers ConsumerGroupHeartbeat, Metadata and OffsetCommit as a scripted group
+coordinator, and the tests check what goes on the wire and what the listener hears -- join, names
+from topic ids, a revocation committed first, acknowledgements, fencing, fatal errors, a broker
+without the protocol, member-epoch commits, leaving -- and ``CooperativeConsumer``'s arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+import aiokafka.errors as Errors  # noqa: E402
+from aiokafka.abc import ConsumerRebalanceListener  # noqa: E402
+from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
+from aiokafka.structs import OffsetAndMetadata  # noqa: E402
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+from kassign.adapters.aiokafka.consumer_group_coordinator import (  # noqa: E402
+    ConsumerGroupCoordinator,
+    GroupProtocolError,
+    StaleMemberEpochError,
+)
+from kassign.membership.consumer_group import MemberState  # noqa: E402
+from kassign.model import RebalanceProtocol  # noqa: E402
+from kassign.protocol.consumer_group_heartbeat import (  # noqa: E402
+    ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicIdPartitions,
+)
+from kassign.protocol.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic  # noqa: E402
+from kassign.protocol.offset_commit import (  # noqa: E402
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+T = uuid.UUID("11111111-1111-1111-1111-111111111111")
+TOPIC = "orders"
+
+
+class Recorder(ConsumerRebalanceListener):
+    def __init__(self):
+        self.calls: list[tuple[str, set]] = []
+
+    def on_partitions_revoked(self, revoked):
+        self.calls.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned):
+        self.calls.append(("assigned", set(assigned)))
+
+    def on_partitions_lost(self, lost):
+        self.calls.append(("lost", set(lost)))
+
+
+class FakeCluster:
+    def add_listener(self, listener):
+        pass
+
+    def topics(self, exclude_internal_topics=True):
+        return {TOPIC}
+
+    def partitions_for_topic(self, topic):
+        return set(range(4))
+
+    def broker_metadata(self, node_id):
+        return type("Broker", (), {"host": "fake-broker", "port": 9092})()
+
+
+class FakeGroupCoordinator:
+    """A scripted group coordinator: it assigns ``target`` at ``epoch`` (every answer carries it),
+    answers the next heartbeat with ``next_error`` once, commits per ``commit_error``, and records
+    every request."""
+
+    def __init__(self, *, supports_848: bool = True):
+        self.supports_848 = supports_848
+        self.epoch = 1
+        self.target: list[int] = [0, 1]
+        self.next_error = 0
+        self.hold_joins = False  # answer joins (epoch 0) with COORDINATOR_LOAD_IN_PROGRESS
+        self.commit_error = 0
+        self.heartbeats: list[ConsumerGroupHeartbeatRequest] = []
+        self.commits: list[OffsetCommitRequest] = []
+        self.metadata_requests = 0
+
+    def answer(self, message: Any) -> Any:
+        if isinstance(message, ConsumerGroupHeartbeatRequest):
+            self.heartbeats.append(message)
+            if self.next_error:
+                error, self.next_error = self.next_error, 0
+                return ConsumerGroupHeartbeatResponse(error_code=error, error_message="scripted")
+            if message.member_epoch == 0 and self.hold_joins:
+                return ConsumerGroupHeartbeatResponse(error_code=14)
+            if message.member_epoch < 0:
+                return ConsumerGroupHeartbeatResponse(member_id=message.member_id, member_epoch=message.member_epoch)
+            return ConsumerGroupHeartbeatResponse(
+                member_id=message.member_id, member_epoch=self.epoch, heartbeat_interval_ms=20,
+                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T, list(self.target))]))
+        if isinstance(message, MetadataRequest):
+            self.metadata_requests += 1
+            return MetadataResponse(topics=[MetadataResponseTopic(0, TOPIC, T)])
+        if isinstance(message, OffsetCommitRequest):
+            self.commits.append(message)
+            return OffsetCommitResponse(topics=[OffsetCommitResponseTopic(t.name, t.topic_id, [
+                OffsetCommitResponsePartition(p.partition_index, self.commit_error) for p in t.partitions])
+                for t in message.topics])
+        raise AssertionError(f"unexpected request {message!r}")
+
+
+class FakeClient:
+    """The parts of AIOKafkaClient a coordinator uses; requests go to a FakeGroupCoordinator."""
+
+    def __init__(self, group: FakeGroupCoordinator):
+        self.group = group
+        self.cluster = FakeCluster()
+
+    async def coordinator_lookup(self, coordination_type, group_id):
+        return 1
+
+    async def ready(self, node_id, group=None):
+        return True
+
+    async def force_metadata_update(self):
+        return True
+
+    def set_topics(self, topics):
+        pass
+
+    async def send(self, node_id, request, group=None):
+        await asyncio.sleep(0)
+        versions = {68: (0, 1) if self.group.supports_848 else None, 3: (0, 13), 8: (0, 10)}
+        versions = {k: v for k, v in versions.items() if v is not None}
+        prepared = request.prepare(versions)  # raises UnsupportedApiVersion as aiokafka's connection would
+        return self.group.answer(prepared.message)
+
+
+def coordinator(group: FakeGroupCoordinator, listener: Recorder | None = None, **settings: Any):
+    subscription = SubscriptionState()
+    subscription.register_fetch_waiters(set())  # the fetcher would
+    subscription.subscribe({TOPIC}, listener=listener or Recorder())
+    kwargs = dict(group_id="g", group_instance_id=None, heartbeat_interval_ms=3000, session_timeout_ms=10000,
+                  retry_backoff_ms=10, enable_auto_commit=True, auto_commit_interval_ms=60000,
+                  exclude_internal_topics=True, rebalance_timeout_ms=30000, max_poll_interval_ms=300000)
+    kwargs.update(settings)
+    return ConsumerGroupCoordinator(FakeClient(group), subscription, server_assignor="uniform", **kwargs), subscription
+
+
+async def until(condition, timeout: float = 5.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+def tps(*parts: int) -> set[TP]:
+    return {TP(TOPIC, p) for p in parts}
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def test_join_names_topic_ids_assigns_and_acknowledges():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: listener.calls, what="first assignment")
+        await until(lambda: any(h.topic_partitions for h in group.heartbeats[1:]), what="acknowledgement")
+        await coord.close()
+        return group, listener, subscription, coord
+
+    group, listener, subscription, coord = run(scenario())
+    join = group.heartbeats[0]
+    assert join.member_epoch == 0 and join.subscribed_topic_names == [TOPIC] and join.server_assignor == "uniform"
+    assert join.topic_partitions == [] and join.rebalance_timeout_ms == 300000 and join.member_id == coord.member_id
+    assert group.metadata_requests >= 1
+    assert listener.calls[0] == ("assigned", tps(0, 1))
+    ack = next(h for h in group.heartbeats[1:] if h.topic_partitions)
+    assert ack.topic_partitions == [TopicIdPartitions(T, [0, 1])] and ack.member_epoch == 1
+    assert ack.subscribed_topic_names is None and ack.rebalance_timeout_ms == -1  # incremental
+    assert group.heartbeats[-1].member_epoch == -1  # closing left the group
+    assert listener.calls[-1] == ("revoked", tps(0, 1))
+
+
+def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoch():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.target = [0, 1, 2]
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: subscription.subscription.assignment is not None
+                    and subscription.subscription.assignment.tps == tps(0, 1, 2), what="assignment")
+        assignment = subscription.subscription.assignment
+        assignment.state_value(TP(TOPIC, 0)).seek(10)
+        assignment.state_value(TP(TOPIC, 2)).seek(42)
+        group.epoch, group.target = 2, [0, 1]
+        await until(lambda: ("revoked", tps(2)) in listener.calls, what="revocation")
+        await until(lambda: any(h.topic_partitions == [TopicIdPartitions(T, [0, 1])] and h.member_epoch == 2
+                                for h in group.heartbeats), what="acknowledgement")
+        now = subscription.subscription.assignment
+        position = now.state_value(TP(TOPIC, 0)).position
+        await coord.close()
+        return group, listener, now, position
+
+    group, listener, now, position = run(scenario())
+    commit = group.commits[0]
+    assert commit.generation_id_or_member_epoch == 2 and commit.member_id
+    assert [(t.name, t.topic_id, [(p.partition_index, p.committed_offset) for p in t.partitions])
+            for t in commit.topics] == [(TOPIC, T, [(2, 42)])]
+    assert now.tps == tps(0, 1) and position == 10, "kept partitions keep their positions"
+    revoke_at = listener.calls.index(("revoked", tps(2)))
+    assert listener.calls[revoke_at + 1] == ("assigned", set()), "on_partitions_assigned follows, with nothing new"
+
+
+def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: subscription.subscription.assignment is not None
+                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        sent = len(group.heartbeats)
+        group.next_error = 110  # FENCED_MEMBER_EPOCH
+        await until(lambda: ("lost", tps(0, 1)) in listener.calls, what="loss")
+        await until(lambda: any(h.member_epoch == 0 for h in group.heartbeats[sent:]), what="rejoin")
+        await until(lambda: listener.calls[-1] == ("assigned", tps(0, 1)), what="reassignment")
+        commits = len(group.commits)
+        await coord.close()
+        return group, listener, commits
+
+    group, listener, commits = run(scenario())
+    assert commits == 0, "lost partitions are not committed"
+    lost_at = listener.calls.index(("lost", tps(0, 1)))
+    assert ("revoked", tps(0, 1)) not in listener.calls[:lost_at]
+    rejoin = next(h for h in group.heartbeats[1:] if h.member_epoch == 0)
+    assert rejoin.subscribed_topic_names == [TOPIC] and rejoin.topic_partitions == []
+
+
+def test_commits_carry_the_member_epoch_and_stale_or_fenced_ones_fail():
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.epoch = 7
+        coord, subscription = coordinator(group, enable_auto_commit=False)
+        await until(lambda: subscription.subscription.assignment is not None
+                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        assignment = subscription.subscription.assignment
+        await coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, "m")})
+        group.commit_error = 113  # STALE_MEMBER_EPOCH
+        with pytest.raises(StaleMemberEpochError):
+            await coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(6, "")})
+        group.commit_error = 25  # UNKNOWN_MEMBER_ID: the member is gone
+        with pytest.raises(Errors.CommitFailedError):
+            await coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(7, "")})
+        sent = len(group.commits)
+        group.hold_joins, group.next_error = True, 25
+        await until(lambda: coord.member.state is MemberState.JOINING, what="fenced and rejoining")
+        with pytest.raises(Errors.CommitFailedError):  # refused before reaching the broker
+            await coord._do_commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(8, "")})
+        after = len(group.commits)
+        await coord.close()
+        return group, sent, after
+
+    group, sent, after = run(scenario())
+    first = group.commits[0]
+    assert first.generation_id_or_member_epoch == 7 and first.topics[0].partitions[0].committed_metadata == "m"
+    assert after == sent, "a member without an epoch sends no commit"
+
+
+@pytest.mark.parametrize("code, name", [(111, "UNRELEASED_INSTANCE_ID"), (81, "GROUP_MAX_SIZE_REACHED")])
+def test_fatal_errors_reach_the_application(code, name):
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.next_error = code
+        coord, subscription = coordinator(group, listener, group_instance_id="i-1")
+        waiter = subscription.wait_for_assignment()
+        with pytest.raises(GroupProtocolError) as raised:
+            await asyncio.wait_for(waiter, 5)
+        for _ in range(2):  # raised on every call: the membership is over
+            with pytest.raises(GroupProtocolError):
+                coord.check_errors()
+        heartbeats = len(group.heartbeats)
+        await asyncio.sleep(0.1)
+        silent = len(group.heartbeats) == heartbeats
+        await coord.close()
+        return raised.value, silent, group
+
+    error, silent, group = run(scenario())
+    assert error.error == name and silent, "a failed member stops heartbeating"
+    assert group.heartbeats[0].instance_id == "i-1"
+    assert all(h.member_epoch >= 0 for h in group.heartbeats), "a failed member does not leave"
+
+
+def test_a_broker_without_the_protocol_is_named_in_the_error():
+    async def scenario():
+        coord, subscription = coordinator(FakeGroupCoordinator(supports_848=False))
+        with pytest.raises(GroupProtocolError) as raised:
+            await asyncio.wait_for(subscription.wait_for_assignment(), 5)
+        await coord.close()
+        return raised.value
+
+    error = run(scenario())
+    assert error.error == "UNSUPPORTED_VERSION"
+    assert "node 1 (fake-broker:9092)" in str(error) and "group_protocol='classic'" in str(error)
+    assert "ConsumerGroupHeartbeatRequest (API key 68)" in str(error)  # the client-side refusal, kept
+
+
+@pytest.mark.parametrize("instance_id, epoch", [(None, -1), ("i-1", -2)])
+def test_close_revokes_then_leaves(instance_id, epoch):
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener, group_instance_id=instance_id)
+        await until(lambda: listener.calls, what="assignment")
+        await coord.close()
+        return group, listener
+
+    group, listener = run(scenario())
+    leave = group.heartbeats[-1]
+    assert leave.member_epoch == epoch and leave.instance_id == instance_id
+    assert leave.subscribed_topic_names is None and leave.topic_partitions is None
+    assert listener.calls[-1] == ("revoked", tps(0, 1))
+
+
+# -- CooperativeConsumer's arguments ---------------------------------------------------------------
+
+def _consumer(**kwargs):
+    async def make():
+        return CooperativeConsumer(bootstrap_servers="localhost:1", group_id="g", **kwargs)
+    return asyncio.run(make())
+
+
+def test_consumer_protocol_arguments_are_accepted():
+    c = _consumer(group_protocol="consumer", group_remote_assignor="range")
+    assert c.group_protocol == "consumer" and c.rebalance_protocol is RebalanceProtocol.COOPERATIVE
+    assert _consumer().group_protocol == "classic"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(group_protocol="streams"), "group_protocol must be one of"),
+    (dict(group_remote_assignor="uniform"), "applies to group_protocol='consumer' only"),
+    (dict(group_protocol="consumer", group_remote_assignor=""), "must name a broker-side assignor"),
+    (dict(group_protocol="consumer", partition_assignment_strategy=("range",)), "cannot be set"),
+    (dict(group_protocol="consumer", session_timeout_ms=10000), "session_timeout_ms cannot be set"),
+    (dict(group_protocol="consumer", heartbeat_interval_ms=100), "heartbeat_interval_ms cannot be set"),
+], ids=["unknown protocol", "remote assignor on classic", "empty remote assignor", "client assignors",
+        "session timeout", "heartbeat interval"])
+def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _consumer(**kwargs)
