@@ -331,6 +331,16 @@ class ConsumerGroupMember:
         return self._current
 
     @property
+    def subscribed_topics(self) -> frozenset[str]:
+        """The topic names subscribed to (empty with a regex subscription)."""
+        return self._topics
+
+    @property
+    def subscribed_regex(self) -> str | None:
+        """The broker-side regex subscribed to, if any."""
+        return self._regex
+
+    @property
     def target(self) -> frozenset[TopicIdPartition] | None:
         """The last assignment the broker sent (None before any)."""
         return self._target

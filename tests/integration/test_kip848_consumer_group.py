@@ -276,3 +276,31 @@ def test_mixed_group_of_kassign_and_java_members(bootstrap_servers, group_id, to
     took = _all_owned_at(events, group.partitions, members, joined) - joined
     print(f"\nKIP-848 mixed kassign + Java group, 8 partitions: 2 joins to all 4 members owning {took:.2f} s")
     assert not any(e.ev == "cb_lost" for e in events)
+
+
+def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_id, topic_factory):
+    """``subscribe(pattern=...)`` sends the pattern as the heartbeat's SubscribedTopicRegex (v1): the
+    broker assigns the partitions of every matching topic -- names found by topic id -- and none of
+    the others."""
+    prefix = f"re-{group_id[-8:]}"
+    first, second, other = topic_factory(2, f"{prefix}-a"), topic_factory(1, f"{prefix}-b"), topic_factory(1)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
+
+    async def scenario():
+        listener = Calls()
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
+                                       group_protocol="consumer", metadata_max_age_ms=1000)
+        consumer.subscribe(pattern=f"{prefix}-.*", listener=listener)
+        await consumer.start()
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 3 and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=100)
+        owned = consumer.assignment()
+        sent_regex = consumer._coordinator.member.subscribed_regex
+        await consumer.stop()
+        return owned, listener.calls, sent_regex
+
+    owned, calls, regex = asyncio.run(scenario())
+    assert owned == {TP(first, 0), TP(first, 1), TP(second, 0)}
+    assert all(tp.topic != other for _, parts in calls for tp in parts)
+    assert regex == f"{prefix}-.*"

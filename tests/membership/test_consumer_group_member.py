@@ -137,6 +137,7 @@ def test_static_member_sends_its_instance_id_with_every_heartbeat():
 def test_regex_subscription_sends_the_regex_and_no_names():
     m = member()
     m.subscribe(regex="orders-.*")
+    assert m.subscribed_regex == "orders-.*" and m.subscribed_topics == frozenset()
     request = m.build_heartbeat()
     assert request.subscribed_topic_regex == "orders-.*" and request.subscribed_topic_names is None
     m.on_heartbeat_response(answer(1, {}))
@@ -453,3 +454,26 @@ def test_bad_construction():
         ConsumerGroupMember("")
     with pytest.raises(ValueError):
         ConsumerGroupMember("g", rebalance_timeout_ms=0)
+
+
+def test_a_joining_member_waits_for_names_instead_of_an_empty_first_assignment():
+    m = member()
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {T: [0, 1]}))
+    assert m.maybe_reconcile({}) is None and m.unresolved_topic_ids == {T}
+    rec = m.maybe_reconcile(NAMES)
+    assert rec.actions == [AssignPartitions(tps(0, 1), tps(0, 1))]
+
+
+def test_an_answer_during_acknowledging_keeps_the_acknowledgement_urgent():
+    m = joined({T: [0, 1]})
+    m.build_heartbeat()  # an interval heartbeat is in flight ...
+    m.on_heartbeat_response(answer(2, {T: [0]}))
+    rec = m.maybe_reconcile(NAMES)
+    m.build_heartbeat()
+    assert m.reconciliation_done(rec) and m.state is MemberState.ACKNOWLEDGING  # ... when the reconciliation ends
+    m.on_heartbeat_response(answer(3, {T: [0, 2]}))  # its answer brings a newer target
+    assert m.state is MemberState.ACKNOWLEDGING and m.heartbeat_delay(0.0) == 0.0
+    ack = m.build_heartbeat()
+    assert ack.topic_partitions == [TopicIdPartitions(T, [0])] and m.state is MemberState.RECONCILING
