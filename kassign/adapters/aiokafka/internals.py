@@ -1,9 +1,12 @@
 """What kassign reads and writes of aiokafka's private state, in one place, for the versions below.
 
-kassign's coordinator is a subclass of aiokafka's ``GroupCoordinator`` and overrides its protected
-hooks (``_on_join_prepare``, ``_perform_assignment``, ``_on_join_complete``, ``_do_rejoin_group``,
-``_maybe_leave_group``, ``_do_heartbeat``, ``_send_req``, ``_do_commit_offsets``): that is the
-subclassing contract and lives in :mod:`kassign.adapters.aiokafka.coordinator`. Everything else it
+kassign's coordinators are subclasses of aiokafka's ``GroupCoordinator`` and override its protected
+hooks -- the classic protocol's (:mod:`kassign.adapters.aiokafka.coordinator`): ``_on_join_prepare``,
+``_perform_assignment``, ``_on_join_complete``, ``_do_rejoin_group``, ``_maybe_leave_group``,
+``_do_heartbeat``, ``_send_req``, ``_do_commit_offsets``; KIP-848's
+(:mod:`kassign.adapters.aiokafka.consumer_group_coordinator`): ``_coordination_routine``,
+``_maybe_leave_group``, ``_do_commit_offsets``, ``_on_metadata_change``, reusing its coordinator
+lookup, ``_send_req``, auto-commit and committed-offset refresh. That is the subclassing contract. Everything else it
 needs of aiokafka's private attributes -- a consumer's settings to build its fetcher and
 coordinator, the replica lists in cluster metadata, a partition's fetch state carried into a new
 assignment, the metadata wait -- is here, so a new aiokafka release is checked in one module.
