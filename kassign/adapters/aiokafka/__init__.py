@@ -4,7 +4,8 @@
   instances: :class:`StickyAssignor`, :class:`CooperativeStickyAssignor`, :class:`RangeAssignor`,
   :class:`RoundRobinAssignor` (Kafka's protocol names, so they interoperate with Java and librdkafka).
 * :class:`CooperativeConsumer`: an AIOKafkaConsumer that sends full subscriptions and rebalances
-  cooperatively (KIP-429) when every listed assignor supports it.
+  cooperatively (KIP-429) when every listed assignor supports it; with ``group_protocol="consumer"``
+  it is a member of a KIP-848 consumer group instead (the broker assigns, with ``group_remote_assignor``).
 """
 
 from kassign.adapters.aiokafka.assignors import (

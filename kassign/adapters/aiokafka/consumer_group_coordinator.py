@@ -343,10 +343,11 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         """Stop consuming ``partitions``, commit them (``commit``), then ``on_partitions_revoked``."""
         assignment = self._owned_assignment
         pause(assignment, partitions)
+        # No longer held from here on: a leave starting meanwhile (unsubscribe) must not revoke them twice.
+        self._held = self._held - partitions
         if commit and assignment is not None:
             await self._commit_revoked(assignment, partitions)
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
-        self._held = self._held - partitions
         await self._call_listener("on_partitions_revoked", partitions)
 
     async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
