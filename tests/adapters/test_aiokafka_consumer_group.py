@@ -353,3 +353,28 @@ def test_consumer_protocol_arguments_are_accepted():
 def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, message):
     with pytest.raises(ValueError, match=message):
         _consumer(**kwargs)
+
+
+def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
+    """A zombie's commit that waits (here: behind the commit lock) while the member is fenced and joins
+    again must fail, not be sent with the new epoch: its partitions were another member's meanwhile."""
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener, enable_auto_commit=False)
+        await until(lambda: subscription.subscription.assignment is not None
+                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        assignment = subscription.subscription.assignment
+        await coord._commit_lock.acquire()
+        late = asyncio.ensure_future(coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(9, "")}))
+        await asyncio.sleep(0.05)
+        group.epoch, group.next_error = 5, 110
+        await until(lambda: ("lost", tps(0, 1)) in listener.calls and coord.member.member_epoch == 5,
+                    what="fenced and back at epoch 5")
+        coord._commit_lock.release()
+        with pytest.raises(Errors.CommitFailedError):
+            await late
+        await coord.close()
+        return group
+
+    group = run(scenario())
+    assert group.commits == [], "the late commit reached the broker"

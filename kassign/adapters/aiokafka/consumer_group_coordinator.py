@@ -39,6 +39,7 @@ import aiokafka.errors as Errors
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
+from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
 from kassign.adapters.aiokafka.internals import close_started
 from kassign.membership.consumer_group import (
@@ -98,7 +99,7 @@ class StaleMemberEpochError(Errors.CommitFailedError):
     """OffsetCommit answered STALE_MEMBER_EPOCH: the member's epoch moved on since the commit was built."""
 
 
-class ConsumerGroupCoordinator(GroupCoordinator):
+class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     """aiokafka's GroupCoordinator on the consumer group protocol (KIP-848): heartbeats, reconciliation,
     member-epoch commits. ``server_assignor``: Java's ``group.remote.assignor`` (``"uniform"``,
     ``"range"``, or None for the group's default)."""
@@ -127,6 +128,9 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         self._metadata_task: asyncio.Task[None] | None = None
         self._fatal_error: GroupProtocolError | None = None
         self._listener_error: Exception | None = None
+        # A commit issued while the member held its partitions never goes out after it lost them and
+        # joined again under a new epoch (CommitGuard counts each end of a membership as a reset).
+        self._init_commit_guard()
         super().__init__(client, subscription, **kwargs)
 
     # aiokafka reads and writes these; on this protocol they follow the member.
@@ -173,7 +177,13 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         self._wake.set()
 
     def reset_generation(self) -> None:
+        # aiokafka resets on some commit errors; here the heartbeat's answer decides (FENCED_MEMBER_EPOCH,
+        # UNKNOWN_MEMBER_ID), and _membership_ended counts the reset for the commit guard.
         self._wake.set()
+
+    def _membership_ended(self) -> None:
+        """The member lost or gave up its partitions: commits issued before now must not go out."""
+        self._resets += 1
 
     # -- the coordination routine ------------------------------------------------------------
 
@@ -266,6 +276,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         while self._pending:
             action = self._pending.popleft()
             if isinstance(action, LosePartitions):
+                self._membership_ended()
                 await self._lose_held()
                 self._member.partitions_lost_done()
                 self._heartbeat_wake.set()
@@ -486,6 +497,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         actions = self._member.leave()
         for action in actions:
             if isinstance(action, LosePartitions):
+                self._membership_ended()
                 await self._lose_held()
             elif isinstance(action, RevokePartitions):
                 # The coordination routine already made the last auto-commit (when closing); an
@@ -494,6 +506,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         if self._held:
             await self._lose_held()
         self._member.leave_prepared()
+        self._membership_ended()
         if self._member.state is not MemberState.LEAVING:
             return
         self._leave_answered = asyncio.Event()
