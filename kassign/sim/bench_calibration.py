@@ -350,22 +350,48 @@ def summary(rows: Sequence[CellComparison], bound: float = 0.25) -> dict[str, An
     return out
 
 
+def report(root: Path = BENCH_RECORDINGS) -> str:
+    """The calibration report (markdown): the presets, then per cell the held-out repetitions r4-r5
+    and the fitted ones r1-r3, recorded vs simulated."""
+    held_out = compare_cells(load_bench_runs(root, reps=[4, 5]))
+    fitted = compare_cells(load_bench_runs(root, reps=[1, 2, 3]))
+    lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
+             "Written by `python -m kassign.sim.bench_calibration --report FILE` from `data/rebalance-bench-kafka44` "
+             "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
+             f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
+             "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "
+             "restart's six restarts (its `settle s` is mostly the harness's schedule between them).", "",
+             "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured, the others fitted on r1-r3):", ""]
+    lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items())
+              for client, values in KAFKA44_PRESETS.items()]
+    for title, rows in (("Held out: repetitions r4-r5", held_out), ("Fitted on: repetitions r1-r3", fitted)):
+        totals = summary(rows)
+        lines += ["", f"## {title}", "",
+                  "; ".join(f"{m}: {t['passing']}/{t['cells']} cells pass (worst {t['worst']['cell']}, "
+                            f"{t['worst']['rel_err']:+.0%})" for m, t in totals.items()), "", format_cells(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
-    presets on them first and print those)."""
+    presets on them first and print those; ``--report FILE``: write the calibration report)."""
     ap = argparse.ArgumentParser(prog="python -m kassign.sim.bench_calibration", description=main.__doc__)
     ap.add_argument("--root", type=Path, default=BENCH_RECORDINGS)
     ap.add_argument("--reps", default="4,5", help="comma-separated repetitions (default 4,5: the held-out ones)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
+    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (r4-r5 and r1-r3) here")
     args = ap.parse_args(argv)
+    if args.report is not None:
+        args.report.write_text(report(args.root))
+        return 0
     runs = load_bench_runs(args.root, reps=[int(r) for r in args.reps.split(",") if r.strip()])
     presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
     if args.fit:
-        from kassign.sim.bench_fit import fit_presets
+        from kassign.sim.bench_fit import FITTED_BY_CLIENT, fit_presets
 
         for client in presets:
             mine = [r for r in runs if client_of(r.meta) == client]
-            presets[client], loss = fit_presets(mine, presets[client])
+            presets[client], loss = fit_presets(mine, presets[client], names=FITTED_BY_CLIENT[client])
             print(f"{client}: {json.dumps(presets[client])} (loss {loss:.3f})", file=sys.stderr)
     rows = compare_cells(runs, lambda run: bench_config(run.meta, **presets[client_of(run.meta) or "java"]))
     print(format_cells(rows))

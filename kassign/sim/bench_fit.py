@@ -18,10 +18,15 @@ from collections.abc import Mapping, Sequence
 
 from kassign.sim.bench_calibration import BenchRun, CellComparison, bench_config, compare_cells
 
-__all__ = ["FITTED_LATENCIES", "measured_spawn_ms", "cell_loss", "fit_loss", "fit_presets"]
+__all__ = ["FITTED_LATENCIES", "FITTED_BY_CLIENT", "measured_spawn_ms", "cell_loss", "fit_loss", "fit_presets"]
 
 #: The latencies fitted, in the order a sweep visits them.
 FITTED_LATENCIES = ("startup_ms", "poll_ms", "revocation_ms", "assign_ms", "network_ms", "id_rejoin_ms")
+#: ``id_rejoin_ms`` is fitted only where the recordings show a delay after MEMBER_ID_REQUIRED
+#: (librdkafka); Java and aiokafka send the JoinGroup with the id at once (Java: in the same
+#: ``joinGroupIfNeeded`` loop), so theirs stays 0.
+FITTED_BY_CLIENT = {"librdkafka": FITTED_LATENCIES,
+                    "java": FITTED_LATENCIES[:-1], "aiokafka": FITTED_LATENCIES[:-1]}
 #: Event times are written to the millisecond, the triggers exactly: a ``closing`` this much before
 #: its trigger belongs to it.
 ROUNDING_S = 0.001

@@ -1,0 +1,122 @@
+"""The simulator against the Apache Kafka 4.4.0 benchmark recordings (data/rebalance-bench-kafka44).
+
+The presets were fitted on repetitions r1-r3; these tests replay the held-out r4-r5 and hold the
+simulator to what README.md claims for them: unowned partition-seconds and settle time within 25 %
+of the recorded medians and the same partition moves, in every cell but the named exceptions (each
+of which the README explains). The benchmark's metrics themselves are checked against the rows the
+benchmark wrote into every run's meta.json.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kassign.sim.bench_calibration import (
+    BENCH_METRICS,
+    BENCH_MODES,
+    bench_config,
+    compare_cells,
+    load_bench_runs,
+    recorded_bench_metrics,
+    simulate_bench,
+)
+from kassign.sim.bench_harness import harness_inputs
+from kassign.sim.config import KAFKA44_PRESETS
+
+#: Held-out cells and metrics the simulator does not reproduce within the bound, as README.md says.
+KNOWN_MISSES = {
+    ("process", "crash", "eager"): {"unowned_ps"},
+    ("process", "rolling-restart", "eager"): {"unowned_ps"},
+    ("process", "scale-in", "rdkafka"): {"unowned_ps"},
+    ("process", "scale-out", "rdkafka"): {"unowned_ps"},
+    ("process", "scale-out", "java"): {"unowned_ps"},
+    ("instant", "rolling-restart", "java"): {"moved"},
+    ("process", "rolling-restart", "coop"): {"moved"},
+    ("process", "rolling-restart", "fast"): {"moved"},
+    ("process", "rolling-restart", "rdkafka"): {"moved"},
+}
+
+
+@pytest.fixture(scope="module")
+def held_out():  # noqa: ANN201
+    return compare_cells(load_bench_runs(reps=[4, 5]))
+
+
+def test_the_recordings_are_all_there() -> None:
+    runs = load_bench_runs()
+    assert len(runs) == 210
+    cells = {r.cell for r in runs}
+    assert len(cells) == 42 and {mode for _, _, mode in cells} == set(BENCH_MODES)
+    assert all(sorted(r.rep for r in runs if r.cell == cell) == [1, 2, 3, 4, 5] for cell in cells)
+
+
+def test_bench_metrics_are_the_benchmarks_own_rows() -> None:
+    for run in load_bench_runs():
+        mine, theirs = recorded_bench_metrics(run), run.meta["result"]
+        assert mine.unowned_ps == pytest.approx(theirs["unowned_ps"], abs=1e-3), run.name
+        assert mine.settle_s == pytest.approx(theirs["settle_s"], abs=1e-3), run.name
+        assert mine.moved == theirs["moved"], run.name
+
+
+def test_each_mode_runs_its_client_assignor_and_follow_up() -> None:
+    runs = {r.name: r for r in load_bench_runs(reps=[1])}
+    fast = bench_config(runs["process-scale-out-fast-r1"].meta)
+    assert (fast.client, fast.assignor, fast.fast_follow_up, fast.static_membership) == (
+        "aiokafka", "cooperative-sticky", True, False)
+    assert (fast.processing_ms, fast.processing_max_ms) == (250.0, 750.0)
+    assert (fast.session_timeout_ms, fast.heartbeat_interval_ms, fast.rebalance_timeout_ms) == (1500, 250, 30000)
+    assert bench_config(runs["instant-scale-out-coop-r1"].meta).fast_follow_up is False
+    assert bench_config(runs["instant-scale-out-coop-r1"].meta).processing_ms == 0.0
+    assert bench_config(runs["instant-scale-out-eager-r1"].meta).assignor == "roundrobin"
+    assert bench_config(runs["instant-rolling-restart-static-r1"].meta).static_membership is True
+    java = bench_config(runs["instant-crash-java-r1"].meta)
+    rdkafka = bench_config(runs["instant-crash-rdkafka-r1"].meta)
+    assert (java.client, rdkafka.client) == ("java", "librdkafka")
+    assert java.startup_ms == KAFKA44_PRESETS["java"]["startup_ms"]
+    assert rdkafka.id_rejoin_ms == KAFKA44_PRESETS["librdkafka"]["id_rejoin_ms"]
+
+
+def test_harness_inputs_come_from_the_recording() -> None:
+    runs = {r.name: r for r in load_bench_runs(reps=[2])}
+    out = runs["instant-scale-out-java-r2"]
+    inputs = harness_inputs(out.meta, out.events())
+    trigger = out.meta["triggers"][0]
+    assert inputs.launch_s == tuple(sorted(round(e.t - trigger, 6) for e in out.events()
+                                           if e.ev == "subscribed" and e.t >= trigger))
+    assert len(inputs.launch_s) == 3 and inputs.phase == out.meta["phase"] and inputs.members == 3
+    restart = runs["process-rolling-restart-fast-r2"]
+    inputs = harness_inputs(restart.meta, restart.events())
+    assert inputs.members == 6 and len(inputs.release_s) == 6 and len(inputs.gap_s) == 5
+    # The harness polls for the predecessor's close every 5 ms and its own timeline every 100 ms.
+    assert all(0 <= r <= 0.15 for r in inputs.release_s) and all(0.5 <= g <= 2.0 for g in inputs.gap_s)
+
+
+def test_a_simulated_run_fires_its_triggers_the_way_the_harness_did() -> None:
+    run = next(r for r in load_bench_runs(reps=[1]) if r.name == "instant-rolling-restart-coop-r1")
+    result = simulate_bench(run)
+    assert len(result.triggers) == 6 and result.end > result.triggers[-1]
+    hb = 0.25
+    for trigger in result.triggers:
+        last_assign = max(e.t for e in result.events if e.ev == "cb_assigned" and e.t < trigger)
+        assert ((trigger - last_assign) / hb) % 1 == pytest.approx(run.meta["phase"], abs=1e-6)
+    closing = [e.t for e in result.events if e.ev == "closing"]
+    assert [round(c - t, 6) for c, t in zip(closing, result.triggers)] == [
+        pytest.approx(KAFKA44_PRESETS["aiokafka"]["spawn_ms"] / 1000)] * 6
+
+
+def test_held_out_repetitions_within_25_percent_of_the_recorded_medians(held_out) -> None:  # noqa: ANN001
+    assert len(held_out) == 42
+    cells = {row.cell for row in held_out}
+    assert set(KNOWN_MISSES) <= cells
+    off = [f"{'/'.join(row.cell)} {metric}: recorded {row.recorded[metric]:.3f}, simulated "
+           f"{row.simulated[metric]:.3f} ({row.rel_err(metric):+.0%})"
+           for row in held_out for metric in BENCH_METRICS
+           if metric not in KNOWN_MISSES.get(row.cell, set()) and not row.passes(metric)]
+    assert not off, "\n".join(off)
+
+
+def test_the_known_misses_are_still_misses(held_out) -> None:  # noqa: ANN001
+    # A miss that starts passing means README.md's account of the calibration is out of date.
+    rows = {row.cell: row for row in held_out}
+    still = {cell: {m for m in metrics if not rows[cell].passes(m)} for cell, metrics in KNOWN_MISSES.items()}
+    assert still == KNOWN_MISSES
