@@ -61,7 +61,8 @@ def _log_ratio(simulated: float, recorded: float, floor: float) -> float:
 def cell_loss(row: CellComparison) -> float:
     """How far one cell's simulated medians (and, at half weight, its runs) are from the recorded ones."""
     rec, sim = row.recorded, row.simulated
-    medians = (_log_ratio(sim["unowned_ps"], rec["unowned_ps"], FLOOR_PS) + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
+    medians = (_log_ratio(sim["unowned_ps"], rec["unowned_ps"], FLOOR_PS)
+               + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
                + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
                + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0))
     runs = statistics.fmean(_log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)

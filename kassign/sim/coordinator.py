@@ -4,8 +4,8 @@
 that waits for every known member to rejoin (up to the rebalance timeout), the initial delay of a
 new group, members learning of a rebalance only from their next heartbeat, KIP-394's
 member-id round trip for new members (the barrier also waits for members it has sent
-MEMBER_ID_REQUIRED, up to their session timeout: ``hasAllMembersJoined``), KIP-345 static members that rejoin without a rebalance,
-and session timeouts for members that fall silent.
+MEMBER_ID_REQUIRED, up to their session timeout: ``hasAllMembersJoined``), KIP-345 static
+members that rejoin without a rebalance, and session timeouts for members that fall silent.
 
 :class:`TansuCoordinator` follows Tansu 0.6 (the broker the integration tests embed): no
 barrier; requests are re-evaluated once a second, a JoinGroup until half the session timeout
