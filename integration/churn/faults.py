@@ -16,12 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from integration.churn.generator import ChurnSequence, ChurnStep
+from integration.churn.group_pool import GroupPool
 from integration.driver import GroupTiming
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 
 if TYPE_CHECKING:
-    from integration.churn.runner import _GroupPool
     from kassign.broker import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _wait_rebalancing(admin: Any, group_id: str, timeout: float) -> str:
     return state
 
 
-def run_failover(pool: _GroupPool, step: ChurnStep, cluster: BrokerInfo,
+def run_failover(pool: GroupPool, step: ChurnStep, cluster: BrokerInfo,
                  partitions: Mapping[str, Sequence[TopicPartition]], settle_timeout: float) -> None:
     """Start the step's rebalance, SIGKILL the coordinating node as soon as the broker reports the
     group rebalancing (a Kafka round takes some 20-300 ms here, so the kill follows the report at
@@ -114,7 +114,7 @@ def run_failover(pool: _GroupPool, step: ChurnStep, cluster: BrokerInfo,
         pool.note(Event(CLUSTER, time.time(), "node_restarted", extra={"node": node, "took": round(took, 2)}))
 
 
-def run_zombie(pool: _GroupPool, step: ChurnStep, timing: GroupTiming,
+def run_zombie(pool: GroupPool, step: ChurnStep, timing: GroupTiming,
                partitions: Mapping[str, Sequence[TopicPartition]], settle_timeout: float) -> None:
     """Freeze ``step.member`` (SIGSTOP) once the group has settled, for its session timeout plus
     ``fault_s`` seconds, resume it (SIGCONT) and wait until it has reported its late commit and

@@ -14,17 +14,15 @@ both timelines the way the benchmark measured the real one:
   closing, as in the benchmark); on a recording it is the row in its ``meta.json``;
 * :func:`compare_cells`: recorded vs simulated medians per cell.
 
-``python -m kassign.sim.bench_calibration --reps 4,5`` prints the comparison (``--fit`` refits the
+``python -m kassign.sim.bench_cli --reps 4,5`` prints the comparison (``--fit`` refits the
 presets on the given repetitions first, :mod:`kassign.sim.bench_fit`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -356,7 +354,7 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
     held_out = compare_cells(load_bench_runs(root, reps=[4, 5]))
     fitted = compare_cells(load_bench_runs(root, reps=[1, 2, 3]))
     lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
-             "Written by `python -m kassign.sim.bench_calibration --report FILE` from `data/rebalance-bench-kafka44` "
+             "Written by `python -m kassign.sim.bench_cli --report FILE` from `data/rebalance-bench-kafka44` "
              "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
              f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
              "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "
@@ -370,34 +368,3 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
                   "; ".join(f"{m}: {t['passing']}/{t['cells']} cells pass (worst {t['worst']['cell']}, "
                             f"{t['worst']['rel_err']:+.0%})" for m, t in totals.items()), "", format_cells(rows)]
     return "\n".join(lines) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
-    presets on them first and print those; ``--report FILE``: write the calibration report)."""
-    ap = argparse.ArgumentParser(prog="python -m kassign.sim.bench_calibration", description=main.__doc__)
-    ap.add_argument("--root", type=Path, default=BENCH_RECORDINGS)
-    ap.add_argument("--reps", default="4,5", help="comma-separated repetitions (default 4,5: the held-out ones)")
-    ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
-    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (r4-r5 and r1-r3) here")
-    args = ap.parse_args(argv)
-    if args.report is not None:
-        args.report.write_text(report(args.root))
-        return 0
-    runs = load_bench_runs(args.root, reps=[int(r) for r in args.reps.split(",") if r.strip()])
-    presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
-    if args.fit:
-        from kassign.sim.bench_fit import FITTED_BY_CLIENT, fit_presets
-
-        for client in presets:
-            mine = [r for r in runs if client_of(r.meta) == client]
-            presets[client], loss = fit_presets(mine, presets[client], names=FITTED_BY_CLIENT[client])
-            print(f"{client}: {json.dumps(presets[client])} (loss {loss:.3f})", file=sys.stderr)
-    rows = compare_cells(runs, lambda run: bench_config(run.meta, **presets[client_of(run.meta) or "java"]))
-    print(format_cells(rows))
-    print(json.dumps(summary(rows), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

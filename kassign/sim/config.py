@@ -45,7 +45,7 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 
 #: The same latencies for the Kafka 4.4.0 benchmark recordings in data/rebalance-bench-kafka44
 #: (session 1.5 s, heartbeat 250 ms, every member its own process on one machine): ``spawn_ms``
-#: measured there, the others fitted (``python -m kassign.sim.bench_calibration --reps 1,2,3 --fit``)
+#: measured there, the others fitted (``python -m kassign.sim.bench_cli --reps 1,2,3 --fit``)
 #: to repetitions r1-r3, r4-r5 held out. A Java consumer's first JoinGroup comes 0.3 s after
 #: ``subscribe()`` (a fresh JVM finds its coordinator), and librdkafka's JoinGroup with its member
 #: id 0.24 s after the MEMBER_ID_REQUIRED answer (what the recordings show; the cause inside

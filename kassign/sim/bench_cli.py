@@ -1,0 +1,56 @@
+"""``python -m kassign.sim.bench_cli``: the simulator's calibration on the Apache Kafka 4.4
+benchmark recordings from the command line -- recorded vs simulated medians per cell
+(:mod:`kassign.sim.bench_calibration`), a refit of the presets (:mod:`kassign.sim.bench_fit`), or
+the markdown report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kassign.sim.bench_calibration import (
+    BENCH_RECORDINGS,
+    bench_config,
+    client_of,
+    compare_cells,
+    format_cells,
+    load_bench_runs,
+    report,
+    summary,
+)
+from kassign.sim.bench_fit import FITTED_BY_CLIENT, fit_presets
+from kassign.sim.config import KAFKA44_PRESETS
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
+    presets on them first and print those; ``--report FILE``: write the calibration report)."""
+    ap = argparse.ArgumentParser(prog="python -m kassign.sim.bench_cli", description=main.__doc__)
+    ap.add_argument("--root", type=Path, default=BENCH_RECORDINGS)
+    ap.add_argument("--reps", default="4,5", help="comma-separated repetitions (default 4,5: the held-out ones)")
+    ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
+    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (r4-r5 and r1-r3) here")
+    args = ap.parse_args(argv)
+    if args.report is not None:
+        args.report.write_text(report(args.root))
+        return 0
+    runs = load_bench_runs(args.root, reps=[int(r) for r in args.reps.split(",") if r.strip()])
+    presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
+    if args.fit:
+        for client in presets:
+            mine = [r for r in runs if client_of(r.meta) == client]
+            presets[client], loss = fit_presets(mine, presets[client], names=FITTED_BY_CLIENT[client])
+            print(f"{client}: {json.dumps(presets[client])} (loss {loss:.3f})", file=sys.stderr)
+    rows = compare_cells(runs, lambda run: bench_config(run.meta, **presets[client_of(run.meta) or "java"]))
+    print(format_cells(rows))
+    print(json.dumps(summary(rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
