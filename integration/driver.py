@@ -253,8 +253,6 @@ class GroupDriver:
         if hold:
             common.append("--hold")
         if group_protocol is not None or remote_assignor is not None:
-            if kind == "confluent":
-                raise ValueError("group_protocol applies to aiokafka and Java members only, not 'confluent'")
             common += ["--group-protocol", group_protocol or "classic"]
             if remote_assignor is not None:
                 common += ["--remote-assignor", remote_assignor]
@@ -306,7 +304,7 @@ class GroupDriver:
         ``instance_id``: ``group.instance.id`` (a static member). ``hold``: the member builds its consumer,
         reports ``ready`` and subscribes only on :meth:`release_member` (a replacement prepared in advance).
         ``slow_revoke_ms`` (aiokafka only): ``on_partitions_revoked`` takes that much longer (a slow application).
-        ``group_protocol`` (aiokafka and Java): ``"consumer"`` joins with KIP-848's protocol (Java needs
+        ``group_protocol`` (every kind): ``"consumer"`` joins with KIP-848's protocol (Java needs
         ``kafka_clients`` 4.x; aiokafka members need ``CooperativeConsumer`` as ``consumer_factory``), the
         broker assigning with ``remote_assignor``; ``strategy`` and the timing's session timeout and
         heartbeat interval are then not used (the group's own settings are).

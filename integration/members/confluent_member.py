@@ -52,6 +52,13 @@ class ConfluentMember:
             "auto.offset.reset": "earliest",
             "log_level": 3,
         }
+        if args.group_protocol == "consumer":
+            # KIP-848: the broker assigns and owns the timing; librdkafka refuses the classic settings.
+            for classic_only in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+                del config[classic_only]
+            config["group.protocol"] = "consumer"
+            if args.remote_assignor:
+                config["group.remote.assignor"] = args.remote_assignor
         if args.rack:
             config["client.rack"] = args.rack
         if args.instance_id:
@@ -136,7 +143,11 @@ class ConfluentMember:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = common_arguments("confluent-kafka consumer-group member for kassign's group driver").parse_args(argv)
+    ap = common_arguments("confluent-kafka consumer-group member for kassign's group driver")
+    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic",
+                    help="consumer: KIP-848's group protocol (librdkafka 2.12+)")
+    ap.add_argument("--remote-assignor", default=None, help="the broker-side assignor with --group-protocol consumer")
+    args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ConfluentMember(args).run()

@@ -9,7 +9,8 @@
   refused (member epoch) and its partitions go to ``on_partitions_lost``;
 * a static member restarts without a reassignment; a second instance with its id is refused
   (UNRELEASED_INSTANCE_ID, raised to the application);
-* a mixed group of kassign and Java (kafka-clients 4.4.0, ``group.protocol=consumer``) members.
+* a mixed group of kassign and Java (kafka-clients 4.4.0, ``group.protocol=consumer``) members, and
+  one of kassign and librdkafka (confluent-kafka, ``group.protocol=consumer``) members.
 
 The group's session timeout and heartbeat interval are its own (``consumer.session.timeout.ms``,
 ``consumer.heartbeat.interval.ms``), set short per group as an operator would.
@@ -49,6 +50,8 @@ def _driver(bootstrap: str, group_id: str, topic: str, timing: GroupTiming = TIM
 def _start(group: GroupDriver, kind: str = "aiokafka", **kwargs) -> str:
     if kind == "aiokafka":
         return group.start_member("aiokafka", "range", consumer_factory=CONSUMER, group_protocol="consumer", **kwargs)
+    if kind == "confluent":  # librdkafka 2.12+ speaks KIP-848
+        return group.start_member("confluent", "range", group_protocol="consumer", **kwargs)
     return group.start_member("java", "range", kafka_clients=JAVA_CLIENTS, group_protocol="consumer", **kwargs)
 
 
@@ -275,6 +278,29 @@ def test_mixed_group_of_kassign_and_java_members(bootstrap_servers, group_id, to
     assert set(final) == {members[2], members[3]} and sorted(len(p) for p in final.values()) == [4, 4]
     took = _all_owned_at(events, group.partitions, members, joined) - joined
     print(f"\nKIP-848 mixed kassign + Java group, 8 partitions: 2 joins to all 4 members owning {took:.2f} s")
+    assert not any(e.ev == "cb_lost" for e in events)
+
+
+def test_mixed_group_of_kassign_and_librdkafka_members(bootstrap_servers, group_id, topic_factory):
+    """kassign and librdkafka (``group.protocol=consumer``) members in one KIP-848 group: joins and a
+    librdkafka member's leave, with exclusive ownership from every member's callbacks and nothing lost."""
+    topic = topic_factory(6)
+    with _driver(bootstrap_servers, group_id, topic) as group:
+        producer = group.start_producer(rate=200)
+        members = [_start(group, "confluent"), _start(group, "aiokafka")]
+        group.wait_settled(90, balanced=True)
+        joined = time.time()
+        members.append(_start(group, "confluent"))
+        settled = group.wait_settled(90, balanced=True)
+        group.stop_member(members[0])
+        final = group.wait_settled(60, balanced=True)
+        producer.stop()
+        events = group.wait_all_processed(producer, 60)
+    assert_exclusive(events)
+    assert sorted(len(p) for p in settled.values()) == [2, 2, 2]
+    assert set(final) == {members[1], members[2]} and sorted(len(p) for p in final.values()) == [3, 3]
+    took = _all_owned_at(events, group.partitions, members, joined) - joined
+    print(f"\nKIP-848 mixed kassign + librdkafka group, 6 partitions: a join to all 3 members owning {took:.2f} s")
     assert not any(e.ev == "cb_lost" for e in events)
 
 
