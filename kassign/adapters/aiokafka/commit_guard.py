@@ -28,11 +28,16 @@ import aiokafka.errors as Errors
 from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.util import create_future
 
+from kassign.adapters.aiokafka.handover import consumed_offsets
 from kassign.adapters.aiokafka.internals import close_started
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CommitGuard"]
+
+# A commit that fails with a retriable error while revoking is retried this often, then given up
+# (the partition's next owner resumes from the last committed offset: nothing is lost).
+_REVOCATION_COMMIT_ATTEMPTS = 3
 
 
 class CommitGuard:
@@ -100,3 +105,24 @@ class CommitGuard:
                 await asyncio.sleep(backoff_s)
             else:
                 return
+
+    def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
+        """Whether a revocation commit that failed with ``err`` is tried again."""
+        return bool(err.retriable)
+
+    async def _commit_revoked(self, assignment: Any, partitions: frozenset[Any]) -> None:
+        """Commit the consumed positions of ``partitions`` before they are revoked: a few attempts, then
+        given up with an error logged."""
+        offsets = consumed_offsets(assignment, partitions)
+        for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
+            try:
+                async with self._commit_lock:  # type: ignore[attr-defined]
+                    await self._do_commit_offsets(assignment, offsets)  # type: ignore[attr-defined]
+                return
+            except Errors.KafkaError as err:
+                if not self._retry_revocation_commit(err) or attempt == _REVOCATION_COMMIT_ATTEMPTS:
+                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner resumes "
+                              "from the last committed offsets", self.group_id, sorted(offsets), err)  # type: ignore[attr-defined]
+                    return
+                await asyncio.sleep(self._retry_backoff_ms / 1000)  # type: ignore[attr-defined]
+                await self.ensure_coordinator_known()

@@ -40,7 +40,7 @@ from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
 from kassign.adapters.aiokafka.internals import close_started
 from kassign.membership.consumer_group import (
     ERROR_NAMES,
@@ -69,8 +69,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ConsumerGroupCoordinator", "GroupProtocolError", "StaleMemberEpochError"]
 
-# A revocation commit that fails with a retriable error (or a stale epoch) is tried this often.
-_REVOCATION_COMMIT_ATTEMPTS = 3
 # The longest the heartbeat task sleeps without looking at the poll timer and the member's state.
 _IDLE_CHECK_S = 1.0
 # How long a closing member waits for its leave heartbeat to be answered.
@@ -361,22 +359,9 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
         await self._call_listener("on_partitions_revoked", partitions)
 
-    async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
-        offsets = consumed_offsets(assignment, partitions)
-        for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
-            try:
-                async with self._commit_lock:
-                    await self._do_commit_offsets(assignment, offsets)
-                return
-            except Errors.KafkaError as err:
-                # A stale epoch is retried with the newest one, as Java does while revoking.
-                retry = err.retriable or isinstance(err, StaleMemberEpochError)
-                if not retry or attempt == _REVOCATION_COMMIT_ATTEMPTS:
-                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner resumes "
-                              "from the last committed offsets", self.group_id, sorted(offsets), err)
-                    return
-                await asyncio.sleep(self._retry_backoff_ms / 1000)
-                await self.ensure_coordinator_known()
+    def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
+        # A stale epoch is retried with the newest one, as Java does while revoking.
+        return bool(err.retriable) or isinstance(err, StaleMemberEpochError)
 
     async def _lose_held(self) -> None:
         """Drop everything held, uncommitted: ``on_partitions_lost`` (``on_partitions_revoked`` for a

@@ -49,7 +49,7 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     FencedInstanceIdError,
     InstanceHeartbeatRequest,
 )
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.group_protocol import (
@@ -70,9 +70,6 @@ __all__ = ["KassignGroupCoordinator"]
 _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 # aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
 _LEAVE_CONNECTION = "kassign-leave"
-# A commit that fails with a retriable error while revoking is retried this often, then given up
-# (the partition's next owner resumes from the last committed offset: nothing is lost).
-_REVOCATION_COMMIT_ATTEMPTS = 3
 
 
 _aio = aio_partitions
@@ -384,21 +381,6 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         listener = self._subscription.listener
         method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
         await self._call_listener(method, partitions)
-
-    async def _commit_revoked(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> None:
-        offsets = consumed_offsets(assignment, partitions)
-        for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
-            try:
-                async with self._commit_lock:
-                    await self._do_commit_offsets(assignment, offsets)
-                return
-            except Errors.KafkaError as err:
-                if not err.retriable or attempt == _REVOCATION_COMMIT_ATTEMPTS:
-                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner "
-                              "resumes from the last committed offsets", self.group_id, sorted(offsets), err)
-                    return
-                await asyncio.sleep(self._retry_backoff_ms / 1000)
-                await self.ensure_coordinator_known()
 
     async def _call_listener(self, method: str, partitions: Iterable[AioTopicPartition]) -> None:
         """Call the listener; the rebalance goes on whatever it does. As in Java and kafka-python, an
