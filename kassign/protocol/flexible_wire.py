@@ -105,13 +105,7 @@ class FlexReader(Reader):
             return None
         if length > _MAX_STRING_BYTES:
             raise self.error(field, f"string length {length} is above Kafka's {_MAX_STRING_BYTES}", start)
-        self._need(length, field, start)
-        raw = self._view[self.pos:self.pos + length]
-        self.pos += length
-        try:
-            return str(raw, "utf-8")
-        except UnicodeDecodeError as exc:
-            raise self.error(field, f"string is not valid UTF-8 ({exc.reason})", start) from None
+        return self._utf8(length, field, start)
 
     def compact_string(self, field: str) -> str:
         """Read a compact non-nullable string; the null marker is an error."""

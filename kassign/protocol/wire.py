@@ -80,6 +80,10 @@ class Reader:
         length = self.int16(field)
         if length < 0:
             return None
+        return self._utf8(length, field, start)
+
+    def _utf8(self, length: int, field: str, start: int) -> str:
+        """The next ``length`` bytes as UTF-8 text (a string field whose length began at ``start``)."""
         self._need(length, field, start)
         raw = self._view[self.pos:self.pos + length]
         self.pos += length
