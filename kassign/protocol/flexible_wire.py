@@ -8,9 +8,7 @@ written as the unsigned varint ``n + 1``, so 0 means null.
 from __future__ import annotations
 
 import struct
-import sys
 import uuid
-from array import array
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -30,7 +28,6 @@ _UINT32_MAX = 2**32 - 1
 _MAX_STRING_BYTES = 0x7FFF
 # Java's readUnsignedVarint accepts at most 5 bytes (a 32-bit value).
 _MAX_VARINT_BYTES = 5
-_SWAP = sys.byteorder == "little"
 
 
 class RawTaggedField(NamedTuple):
@@ -132,13 +129,7 @@ class FlexReader(Reader):
         count = self.compact_array_length(field, 4, nullable)
         if count is None:
             return None
-        values = array("i")
-        end = self.pos + 4 * count
-        values.frombytes(self._view[self.pos:end])
-        if _SWAP:
-            values.byteswap()
-        self.pos = end
-        return values.tolist()
+        return self._int32s(count).tolist()
 
     def tagged_fields(self, field: str) -> tuple[RawTaggedField, ...]:
         """Read a tagged-field section, keeping every field in the order written."""
@@ -198,11 +189,7 @@ class FlexWriter(Writer):
         if value is None:
             self._parts.append(b"\x00")
             return
-        if not isinstance(value, str):
-            raise TypeError(f"{field} must be a str, got {value!r}")
-        raw = value.encode("utf-8")
-        if len(raw) > _MAX_STRING_BYTES:
-            raise ValueError(f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
+        raw = self._utf8(value, field)
         self.uvarint(len(raw) + 1)
         self._parts.append(raw)
 

@@ -123,7 +123,10 @@ class Reader:
 
     def int32_array(self, field: str) -> array:
         """Read an int32-counted array of big-endian int32 as an ``array('i')``."""
-        count = self.array_length(field, 4)
+        return self._int32s(self.array_length(field, 4))
+
+    def _int32s(self, count: int) -> array:
+        """The next ``count`` big-endian int32 (the count already checked against what remains)."""
         values = array("i")
         end = self.pos + 4 * count
         values.frombytes(self._view[self.pos:end])
@@ -158,13 +161,19 @@ class Writer:
         if value is None:
             self._parts.append(_INT16.pack(-1))
             return
+        raw = self._utf8(value, field)
+        self._parts.append(_INT16.pack(len(raw)))
+        self._parts.append(raw)
+
+    @staticmethod
+    def _utf8(value: str, field: str) -> bytes:
+        """``value`` as UTF-8, checked to be a str no longer than a Kafka string may be."""
         if not isinstance(value, str):
             raise TypeError(f"{field} must be a str, got {value!r}")
         raw = value.encode("utf-8")
         if len(raw) > _MAX_STRING_BYTES:
             raise ValueError(f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
-        self._parts.append(_INT16.pack(len(raw)))
-        self._parts.append(raw)
+        return raw
 
     def string(self, value: str, field: str) -> None:
         """Append a non-nullable string."""
