@@ -71,54 +71,18 @@ def _not_null(value: Any, nullable: bool, label: str) -> None:
         raise TypeError(f"{label} is not nullable at this version, got None")
 
 
-class _Int16:
-    min_size = 2
+class _Fixed:
+    """A fixed-size, non-nullable type read and written by one FlexReader/FlexWriter method each."""
+
+    def __init__(self, min_size: int, writer: str, reader: str) -> None:
+        self.min_size = min_size
+        self._writer, self._reader = writer, reader
 
     def write(self, w: FlexWriter, value: Any, nullable: bool, version: int, label: str) -> None:
-        w.int16_checked(value, label)
-
-    def read(self, r: FlexReader, nullable: bool, version: int, label: str) -> int:
-        return r.int16(label)
-
-
-class _Int32:
-    min_size = 4
-
-    def write(self, w: FlexWriter, value: Any, nullable: bool, version: int, label: str) -> None:
-        w.int32(value, label)
-
-    def read(self, r: FlexReader, nullable: bool, version: int, label: str) -> int:
-        return r.int32(label)
-
-
-class _Int64:
-    min_size = 8
-
-    def write(self, w: FlexWriter, value: Any, nullable: bool, version: int, label: str) -> None:
-        w.int64(value, label)
-
-    def read(self, r: FlexReader, nullable: bool, version: int, label: str) -> int:
-        return r.int64(label)
-
-
-class _Bool:
-    min_size = 1
-
-    def write(self, w: FlexWriter, value: Any, nullable: bool, version: int, label: str) -> None:
-        w.boolean(value, label)
-
-    def read(self, r: FlexReader, nullable: bool, version: int, label: str) -> bool:
-        return r.boolean(label)
-
-
-class _Uuid:
-    min_size = 16
-
-    def write(self, w: FlexWriter, value: Any, nullable: bool, version: int, label: str) -> None:
-        w.uuid(value, label)
+        getattr(w, self._writer)(value, label)
 
     def read(self, r: FlexReader, nullable: bool, version: int, label: str) -> Any:
-        return r.uuid(label)
+        return getattr(r, self._reader)(label)
 
 
 class _String:
@@ -231,11 +195,11 @@ class NestedStruct:
         return _read_struct(r, self.struct, version, label)
 
 
-INT16: FieldType = _Int16()
-INT32: FieldType = _Int32()
-INT64: FieldType = _Int64()
-BOOL: FieldType = _Bool()
-UUID: FieldType = _Uuid()
+INT16: FieldType = _Fixed(2, "int16_checked", "int16")
+INT32: FieldType = _Fixed(4, "int32", "int32")
+INT64: FieldType = _Fixed(8, "int64", "int64")
+BOOL: FieldType = _Fixed(1, "boolean", "boolean")
+UUID: FieldType = _Fixed(16, "uuid", "uuid")
 STRING: FieldType = _String()
 CLASSIC_NULLABLE_STRING: FieldType = _ClassicNullableString()
 INT32_ARRAY: FieldType = _Int32Array()
