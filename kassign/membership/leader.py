@@ -43,16 +43,10 @@ class IllegalCooperativeAssignment(InvalidAssignment):
 
 @dataclass(frozen=True)
 class GroupAssignment:
-    """The leader's answer for one round.
-
-    ``assignments``: one per member, empty ones included; ``withheld``: partitions kept from
-    everybody this round (moving ones waiting for their owner's revocation, and unclaimed ones held
-    back for members whose metadata was unreadable); ``marked``: the fast follow-up mark is set.
-    """
+    """The leader's answer for one round: ``assignments``, one per member, empty ones included
+    (marked "follow-up pending" when the fast follow-up applies)."""
 
     assignments: dict[str, Assignment]
-    withheld: tuple[TopicPartition, ...] = ()
-    marked: bool = False
 
 
 def check_cooperative_assignment(
@@ -149,19 +143,16 @@ def assign_group(
     if missing:
         raise InvalidAssignment(f"assignor {assignor.name!r} left members {sorted(missing)} out of its assignment")
     cooperative = protocol is RebalanceProtocol.COOPERATIVE
-    transferring = getattr(assignor, "partitions_transferring_ownership", None)
-    withheld: list[TopicPartition] = sorted(transferring or ()) if cooperative else []
     if cooperative:
         check_cooperative_assignment(result, subscriptions)
         if unreadable:
-            result, held_back = exclude_unreadable(result, subscriptions, unreadable, may_own)
-            withheld = sorted(set(withheld) | set(held_back))
+            result, _ = exclude_unreadable(result, subscriptions, unreadable, may_own)
     log.info("assignor %s assigned %s", assignor.name, {m: len(ps) for m, ps in sorted(result.items())})
     user_data = getattr(assignor, "assignment_user_data", None)
     assignments = {member_id: Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data)
                    for member_id in subscriptions}
-    marked = follow_up is not None and follow_up.leader_marks(cooperative, transferring)
-    if marked:
+    transferring = getattr(assignor, "partitions_transferring_ownership", None)
+    if follow_up is not None and follow_up.leader_marks(cooperative, transferring):
         log.info("generation %s: %d partitions withheld; marking the follow-up", generation, len(transferring or ()))
         assignments = mark_assignments(assignments, generation)
-    return GroupAssignment(assignments, tuple(withheld), marked)
+    return GroupAssignment(assignments)
