@@ -16,7 +16,12 @@ keyed load:
   ``cooperative+fast-follow-up`` (the same with ``fast_follow_up=True``), ``cooperative+static``
   (the fast follow-up plus ``group_instance_id``: a restarted member takes its own partitions
   back), and ``java-cooperative`` / ``librdkafka-cooperative`` (kafka-clients 3.9.1 and
-  confluent-kafka's librdkafka with ``cooperative-sticky``, in the same harness).
+  confluent-kafka's librdkafka with ``cooperative-sticky``, in the same harness);
+* KIP-848 modes, ``group.protocol=consumer`` with the broker's default (uniform) assignor:
+  ``consumer`` (kassign's ``CooperativeConsumer(group_protocol="consumer")``), ``java-consumer``
+  (kafka-clients 4.4.0) and ``librdkafka-consumer``. The broker owns their session timeout and
+  heartbeat interval, so each run sets the group's own ``consumer.session.timeout.ms`` and
+  ``consumer.heartbeat.interval.ms`` to the classic members' values.
 
 Each trigger is fired at a set phase of the heartbeat interval after the last assignment (1/6,
 1/2, 5/6 of it, in turn over the repetitions), so medians compare like with like.
@@ -61,6 +66,7 @@ if str(_ROOT) not in sys.path:
 
 from kassign.broker import open_broker  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
+from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
 from kassign.timeline.events import Event  # noqa: E402
@@ -79,6 +85,8 @@ from kassign.model import TopicPartition  # noqa: E402
 log = logging.getLogger("benchmarks.rebalance")
 
 COOPERATIVE_STICKY = "kassign.adapters.aiokafka:CooperativeStickyAssignor"
+#: Java members of the KIP-848 rows (3.9's consumer speaks only an early-access version of it).
+KIP848_KAFKA_CLIENTS = "4.4.0"
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,10 @@ class Mode:
     static: bool = False
     #: Scenarios where the mode differs from another row (static membership changes only restarts).
     scenarios: tuple[str, ...] | None = None
+    #: ``"consumer"``: KIP-848's protocol, the broker assigning (``strategy`` is then unused).
+    group_protocol: str | None = None
+    #: Java members only: the kafka-clients release (``None``: the reference 3.9.1).
+    kafka_clients: str | None = None
 
 
 MODES = {
@@ -102,14 +114,21 @@ MODES = {
                                scenarios=("rolling-restart",)),
     "java-cooperative": Mode("cooperative-sticky", kind="java"),
     "librdkafka-cooperative": Mode("cooperative-sticky", kind="confluent"),
+    "consumer": Mode("range", "benchmarks.rebalance:consumer_protocol_consumer", group_protocol="consumer"),
+    "java-consumer": Mode("range", kind="java", group_protocol="consumer", kafka_clients=KIP848_KAFKA_CLIENTS),
+    "librdkafka-consumer": Mode("range", kind="confluent", group_protocol="consumer"),
 }
+#: The modes the README's table has always had (the KIP-848 rows are a table of their own).
+CLASSIC_MODES = ("eager", "cooperative", "cooperative+fast-follow-up", "cooperative+static", "java-cooperative",
+                 "librdkafka-cooperative")
 SCENARIOS = ("scale-out", "scale-in", "crash", "rolling-restart")
 #: Work per non-empty poll batch, ms (uniform in the range, seeded per run and member).
 PROFILES = {"instant": (0, 0), "process": (250, 750)}
 #: Where in the heartbeat interval after the last assignment each repetition fires its trigger.
 PHASES = (1 / 6, 1 / 2, 5 / 6)
 SHORT = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
-         "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka"}
+         "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka",
+         "consumer": "kip848", "java-consumer": "java848", "librdkafka-consumer": "rdkafka848"}
 
 
 def plain_cooperative_consumer(**config: Any) -> Any:
@@ -117,6 +136,13 @@ def plain_cooperative_consumer(**config: Any) -> Any:
     from kassign.adapters.aiokafka import CooperativeConsumer
 
     return CooperativeConsumer(fast_follow_up=False, **config)
+
+
+def consumer_protocol_consumer(**config: Any) -> Any:
+    """A ``CooperativeConsumer`` on KIP-848's protocol (the member passes ``group_protocol``)."""
+    from kassign.adapters.aiokafka import CooperativeConsumer
+
+    return CooperativeConsumer(**config)
 
 
 def fast_follow_up_consumer(**config: Any) -> Any:
@@ -210,7 +236,12 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
     spec = MODES[mode]
     tag = f"bench-{scenario}-{SHORT[mode]}-{uuid.uuid4().hex[:8]}"
     topic = create_topic(bootstrap, tag, partitions)
-    factory = {"consumer_factory": spec.consumer_factory} if spec.consumer_factory else {}
+    factory: dict[str, Any] = {"consumer_factory": spec.consumer_factory} if spec.consumer_factory else {}
+    if spec.group_protocol is not None:
+        set_consumer_group_timing(bootstrap, tag, session_ms=timing.session_ms, heartbeat_ms=timing.heartbeat_ms)
+        factory["group_protocol"] = spec.group_protocol
+    if spec.kafka_clients is not None:
+        factory["kafka_clients"] = spec.kafka_clients
 
     def start(slots: range, *, hold: bool = False) -> list[str]:
         """Members for these slots; a static mode gives each slot its own group.instance.id, which a
@@ -283,6 +314,7 @@ def _record(path: Path, events: Sequence[Event], group: GroupDriver, spec: Mode,
     kept = [e for e in events if e.ev != "progress"]
     write_events(path / "events.jsonl.gz", kept, single_topic=group.topics[0])
     meta |= {"kind": spec.kind, "strategy": spec.strategy, "static": spec.static,
+             "group_protocol": spec.group_protocol or "classic",
              "session_ms": timing.session_ms, "heartbeat_ms": timing.heartbeat_ms, "max_poll_ms": timing.max_poll_ms,
              "process_ms": list(timing.process_ms), "seed": timing.seed, "clients": _client_versions()}
     (path / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
@@ -350,8 +382,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated, of {', '.join(PROFILES)} (default all)")
     ap.add_argument("--scenarios", type=lambda v: _csv(v, SCENARIOS, "scenario"), default=list(SCENARIOS),
                     help=f"comma-separated, of {', '.join(SCENARIOS)} (default all)")
-    ap.add_argument("--modes", type=lambda v: _csv(v, list(MODES), "mode"), default=list(MODES),
-                    help=f"comma-separated, of {', '.join(MODES)} (default all)")
+    ap.add_argument("--modes", type=lambda v: _csv(v, list(MODES), "mode"), default=list(CLASSIC_MODES),
+                    help=f"comma-separated, of {', '.join(MODES)} (default: the classic protocol's "
+                         f"{', '.join(CLASSIC_MODES)})")
     ap.add_argument("--repeat", type=int, default=5, help="runs per cell; the table shows medians (default 5)")
     ap.add_argument("--partitions", type=int, default=24)
     ap.add_argument("--rate", type=float, default=600.0, help="records produced per second")
@@ -422,7 +455,8 @@ def _client_versions() -> dict[str, str]:
     from kassign._java import REFERENCE_KAFKA_CLIENTS
 
     return {"aiokafka": aiokafka.__version__, "confluent-kafka": confluent_kafka.__version__,
-            "librdkafka": confluent_kafka.libversion()[0], "kafka-clients": REFERENCE_KAFKA_CLIENTS}
+            "librdkafka": confluent_kafka.libversion()[0], "kafka-clients": REFERENCE_KAFKA_CLIENTS,
+            "kafka-clients (consumer protocol)": KIP848_KAFKA_CLIENTS}
 
 
 if __name__ == "__main__":
