@@ -73,6 +73,7 @@ class BenchMode:
     assignor: str
     client: str
     fast_follow_up: bool = False
+    group_protocol: str = "classic"  # "consumer": KIP-848, the broker assigns (``assignor`` unused)
 
 
 #: The benchmark's modes, by the short names of its run directories.
@@ -83,10 +84,14 @@ BENCH_MODES: dict[str, BenchMode] = {
     "static": BenchMode("cooperative-sticky", "aiokafka", fast_follow_up=True),  # + group_instance_id
     "java": BenchMode("cooperative-sticky", "java"),  # kafka-clients 3.9.1
     "rdkafka": BenchMode("cooperative-sticky", "librdkafka"),  # librdkafka 2.16.0
+    "kip848": BenchMode("cooperative-sticky", "aiokafka", group_protocol="consumer"),  # kassign on KIP-848
+    "java848": BenchMode("cooperative-sticky", "java", group_protocol="consumer"),  # kafka-clients 4.4.0
+    "rdkafka848": BenchMode("cooperative-sticky", "librdkafka", group_protocol="consumer"),
 }
 #: meta.json's ``mode`` -> the short name.
 MODE_NAMES = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
-              "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka"}
+              "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka",
+              "consumer": "kip848", "java-consumer": "java848", "librdkafka-consumer": "rdkafka848"}
 #: meta.json's member ``kind`` -> the simulator's client.
 KIND_CLIENTS = {"aiokafka": "aiokafka", "java": "java", "confluent": "librdkafka"}
 
@@ -183,6 +188,7 @@ def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
         "broker": "kafka",
         "client": client,
         "fast_follow_up": mode.fast_follow_up,
+        "group_protocol": mode.group_protocol,
         "static_membership": bool(meta.get("static", False)),
         "session_timeout_ms": float(meta.get("session_ms", 1500)),
         "heartbeat_interval_ms": float(meta.get("heartbeat_ms", 250)),

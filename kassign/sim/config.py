@@ -15,7 +15,7 @@ from typing import Any
 from kassign.model import RebalanceProtocol
 from kassign.sim.processing import Processing
 
-__all__ = ["SimConfig", "BROKER_MODELS", "CLIENT_PRESETS", "KAFKA44_PRESETS", "MAX_MS"]
+__all__ = ["SimConfig", "BROKER_MODELS", "GROUP_PROTOCOLS", "CLIENT_PRESETS", "KAFKA44_PRESETS", "MAX_MS"]
 
 #: The longest time setting accepted: Kafka's millisecond configs are int32.
 MAX_MS = 2**31 - 1
@@ -24,6 +24,9 @@ MAX_MS = 2**31 - 1
 #: JoinGroup for half the session timeout and answers with whoever has joined.
 BROKER_MODELS = ("kafka", "tansu")
 
+#: ``classic``: JoinGroup/SyncGroup, a member leads the assignment. ``consumer``: KIP-848's
+#: ConsumerGroupHeartbeat, the broker assigns and reconciles each member on its own.
+GROUP_PROTOCOLS = ("classic", "consumer")
 #: Client latencies, in milliseconds: ``spawn_ms`` from a trigger to the consumer acting on it
 #: (subscribing or closing), ``startup_ms`` from subscribing to the first JoinGroup, ``poll_ms`` for
 #: the poll loop to act on a rebalance the heartbeat thread learnt of, ``revocation_ms`` for the
@@ -99,10 +102,16 @@ class SimConfig:
     horizon_ms: float = 600000.0  # give up on settling this long after the last step
     fast_follow_up: bool = False
     kassign_members: tuple[str, ...] | None = None
+    group_protocol: str = "classic"  # "consumer": KIP-848, the broker assigns (see GROUP_PROTOCOLS)
 
     def __post_init__(self) -> None:
         if self.broker not in BROKER_MODELS:
             raise ValueError(f"unknown broker model {self.broker!r}; expected one of {BROKER_MODELS}")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(f"unknown group protocol {self.group_protocol!r}; expected one of {GROUP_PROTOCOLS}")
+        if self.group_protocol == "consumer" and (self.broker != "kafka" or self.static_membership):
+            raise ValueError("the consumer group protocol (KIP-848) is modelled on the kafka broker model, "
+                             "without static membership")
         if self.client not in CLIENT_PRESETS:
             raise ValueError(f"unknown client {self.client!r}; expected one of {tuple(CLIENT_PRESETS)}")
         if self.kassign_members is not None:

@@ -17,6 +17,8 @@ from typing import Any
 
 from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim.config import SimConfig
+from kassign.sim.consumer_group_coordinator import ConsumerGroupCoordinator
+from kassign.sim.consumer_group_member import ConsumerGroupSimMember
 from kassign.sim.coordinator import KafkaCoordinator, TansuCoordinator
 from kassign.sim.engine import EventLoop
 from kassign.sim.member import SimMember
@@ -125,8 +127,12 @@ class _Simulation:
         network_s = config.latency_ms("network_ms") / 1000
         common = dict(network_s=network_s, session_s=config.session_timeout_ms / 1000,
                       rebalance_s=config.rebalance_timeout_ms / 1000)
-        if config.broker == "kafka":
-            self.coordinator: Any = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common)
+        if config.group_protocol == "consumer":
+            self.coordinator: Any = ConsumerGroupCoordinator(
+                self.loop, network_s=network_s, session_s=config.session_timeout_ms / 1000,
+                heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic)
+        elif config.broker == "kafka":
+            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common)
         else:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
@@ -153,12 +159,17 @@ class _Simulation:
         incarnation = self._incarnations.get(name, 0) + 1
         self._incarnations[name] = incarnation
         member_id = f"{name}-{incarnation}"
-        member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
-                           instance_id=(instance_id or name) if self.config.static_membership else None,
-                           fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
-                           processing=self.processing,
-                           # Each incarnation's batches from its own generator: one member's never shift another's.
-                           rng=random.Random(f"{self.scenario.seed}/{member_id}"))
+        # Each incarnation's batches from its own generator: one member's never shift another's.
+        rng = random.Random(f"{self.scenario.seed}/{member_id}")
+        if self.config.group_protocol == "consumer":
+            member: Any = ConsumerGroupSimMember(name, incarnation, self, self.topics, client=self.config.client,
+                                                 processing=self.processing, rng=rng,
+                                                 rebalance_timeout_ms=int(self.config.rebalance_timeout_ms))
+        else:
+            member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
+                               instance_id=(instance_id or name) if self.config.static_membership else None,
+                               fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
+                               processing=self.processing, rng=rng)
         self.members[name] = member
         member.start()
         return member
@@ -238,6 +249,9 @@ class _Simulation:
             if step.partitions < current:
                 raise ValueError(f"topic {step.topic!r} cannot shrink from {current} to {step.partitions} partitions")
             self.partitions_per_topic[step.topic] = step.partitions
+            if self.config.group_protocol == "consumer":
+                self.coordinator.metadata_changed()  # the broker assigns: it sees the new partitions itself
+                return
             # The leader sees the new partitions at its next metadata refresh and rejoins.
             loop.after(self.rng.uniform(0.0, self.config.metadata_max_age_ms / 1000), self._leader_rejoin)
 
