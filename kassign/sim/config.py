@@ -103,6 +103,7 @@ class SimConfig:
     fast_follow_up: bool = False
     kassign_members: tuple[str, ...] | None = None
     group_protocol: str = "classic"  # "consumer": KIP-848, the broker assigns (see GROUP_PROTOCOLS)
+    assignment_interval_ms: float = 1000.0  # consumer.assignment.interval.ms (KIP-1263; Kafka 4.4's default)
 
     def __post_init__(self) -> None:
         if self.broker not in BROKER_MODELS:

@@ -4,8 +4,12 @@ group coordinator runs it.
 There is no join barrier and no leader: every member heartbeats on its own, and the broker
 
 * bumps the **group epoch** when the membership or a subscription changes (a member joins with epoch 0,
-  leaves with epoch -1, or misses its session timeout) and computes the new **target assignment**
-  at once (target epoch = group epoch), sticky to the previous target;
+  leaves with epoch -1, or misses its session timeout); a member that goes is taken out of the
+  target assignment at once (its partitions wait, unassigned, for the next computation);
+* computes a new **target assignment** (target epoch = group epoch, sticky to the previous target)
+  while handling a heartbeat that finds the target behind the group epoch, but at most once per
+  ``consumer.assignment.interval.ms`` (KIP-1263, 1 s by default in Kafka 4.4): changes within the
+  interval wait for the first heartbeat after it (there is no timer);
 * moves each member towards its target one heartbeat at a time (Kafka's ``CurrentAssignmentBuilder``):
   a member that must give partitions up first keeps its epoch and is told what to keep (its
   *unrevoked* partitions are withheld from everyone); once a heartbeat of its no longer lists them,
@@ -15,19 +19,25 @@ There is no join barrier and no leader: every member heartbeats on its own, and 
 * answers each heartbeat with the member's epoch, the heartbeat interval and, when it changed, the
   partitions the member may own now.
 
-The target is computed by kassign's sticky algorithm (:class:`TargetAssignor`) standing in for the
-broker's ``uniform``: both keep every member's partitions of the previous target up to a balanced
-quota and spread the rest, so they move the same number of partitions (which ones can differ). Static membership (epoch -2) and the rebalance timeout
+The target is the broker's default ``uniform`` assignor's for a group whose members all subscribe to
+the same topics (Kafka 4's homogeneous uniform builder, :func:`uniform_target`): each member keeps the
+lowest-numbered partitions of its previous target up to its quota (the first ``P mod N`` members in
+the coordinator's member order get one more), the rest and the unassigned are handed out in that
+order. The coordinator's member order is a hash map's over random member ids, so here it is an
+order by a hash of the simulated ids. Members with different subscriptions get kassign's sticky
+algorithm instead (balanced and sticky like the broker's heterogeneous builder; which partitions
+move can differ). Static membership (epoch -2) and the rebalance timeout
 of a member slow to revoke are not modelled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kassign.assignors import StickyAssignor
 from kassign.model import Subscription, TopicPartition
@@ -39,7 +49,7 @@ from kassign.protocol.consumer_group_heartbeat import (
 )
 from kassign.sim.engine import EventLoop, Timer
 
-__all__ = ["ConsumerGroupCoordinator", "HeartbeatingMember", "TargetAssignor", "topic_id"]
+__all__ = ["ConsumerGroupCoordinator", "HeartbeatingMember", "TargetAssignor", "topic_id", "uniform_target"]
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +65,42 @@ def topic_id(topic: str) -> uuid.UUID:
 
 
 class TargetAssignor(StickyAssignor):
-    """The sticky algorithm fed the previous target (as each member's owned partitions), as the
-    broker's assignor is: balanced, and moving only what balance requires."""
+    """For members with different subscriptions: the sticky algorithm fed the previous target (as
+    each member's owned partitions), balanced and moving only what balance requires."""
 
     def member_data(self, member_id: str, subscription: Subscription) -> tuple[list[TopicPartition], int]:
         return list(subscription.owned_partitions), subscription.generation_id or 0
+
+
+def member_order(member_ids: Iterable[str]) -> list[str]:
+    """The coordinator's order of its members: arbitrary but fixed (a hash of each id)."""
+    return sorted(member_ids, key=lambda m: hashlib.sha256(m.encode()).digest())
+
+
+def uniform_target(members: Sequence[str], partitions: Sequence[TopicPartition],
+                   previous: Mapping[str, frozenset[TopicPartition]]) -> dict[str, frozenset[TopicPartition]]:
+    """Kafka 4's uniform assignment of ``partitions`` over ``members`` (in the coordinator's order), all
+    subscribed to the same topics, sticky to the ``previous`` target."""
+    if not members:
+        return {}
+    wanted = set(partitions)
+    quota, extra = divmod(len(partitions), len(members))
+    taken = {tp for m in members for tp in previous.get(m, ()) if tp in wanted}
+    unassigned = [tp for tp in partitions if tp not in taken]
+    target: dict[str, list[TopicPartition]] = {}
+    room: list[tuple[str, int]] = []
+    for m in members:
+        share = quota + (1 if extra > 0 else 0)
+        extra -= 1 if extra > 0 else 0
+        kept = sorted(tp for tp in previous.get(m, ()) if tp in wanted)
+        target[m] = kept[:share]
+        unassigned += kept[share:]
+        if len(target[m]) < share:
+            room.append((m, share - len(target[m])))
+    it = iter(unassigned)
+    for m, free in room:
+        target[m] += [tp for _, tp in zip(range(free), it)]
+    return {m: frozenset(ps) for m, ps in target.items()}
 
 
 class HeartbeatingMember(Protocol):
@@ -86,19 +127,19 @@ class _Member:
 
 class ConsumerGroupCoordinator:
     """One consumer group on a Kafka 4 group coordinator. ``partitions_per_topic`` is read at every
-    target computation (a mapping the simulation keeps current); ``assignor`` (default
-    :class:`TargetAssignor`) computes targets from subscriptions carrying the previous target."""
+    target computation (a mapping the simulation keeps current)."""
 
     def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, heartbeat_s: float,
-                 partitions_per_topic: Mapping[str, int], assignor: Any = None) -> None:
+                 partitions_per_topic: Mapping[str, int], assignment_interval_s: float = 1.0) -> None:
         self.loop = loop
         self.network_s = network_s
         self.session_s = session_s
         self.heartbeat_ms = round(heartbeat_s * 1000)
-        self.assignor = assignor or TargetAssignor()
         self.partitions_per_topic = partitions_per_topic
+        self.assignment_interval_s = assignment_interval_s
         self.group_epoch = 0
         self.target_epoch = 0
+        self.last_computed: float | None = None
         self.target: dict[str, frozenset[TopicPartition]] = {}
         self.members: dict[str, _Member] = {}
         self.leader: str | None = None  # no leader on this protocol (the classic model's attribute)
@@ -115,12 +156,12 @@ class ConsumerGroupCoordinator:
 
     def settled(self) -> bool:
         """Every member has its target and has acknowledged owning it; nothing is being handed over."""
-        return all(m.epoch == self.target_epoch and not m.revoking and m.reported == m.assigned
+        return self.target_epoch == self.group_epoch and all(m.epoch == self.target_epoch and not m.revoking and m.reported == m.assigned
                    and m.assigned == self.target.get(mid, frozenset()) for mid, m in self.members.items())
 
     def metadata_changed(self) -> None:
-        """A subscribed topic's partition count changed: a new group epoch and target."""
-        self._bump()
+        """A subscribed topic's partition count changed: a new group epoch (and target, when allowed)."""
+        self.group_epoch += 1
 
     # -- requests ------------------------------------------------------------------------------
     def heartbeat(self, member: HeartbeatingMember, request: ConsumerGroupHeartbeatRequest) -> None:
@@ -135,7 +176,7 @@ class ConsumerGroupCoordinator:
         if request.member_epoch == 0:
             if state is not None:  # a fenced member joining again under its id: it starts over
                 self._release(state)
-            state = self.members[member.id] = _Member(member)
+            state = self.members[member.id] = _Member(member, epoch=self.target_epoch)
             log.debug("t=%.3f %s joins", self.loop.now, member.id)
         elif state is None:
             self._reply(member, ConsumerGroupHeartbeatResponse(error_code=UNKNOWN_MEMBER_ID))
@@ -146,9 +187,10 @@ class ConsumerGroupCoordinator:
         self._touch(state)
         if request.subscribed_topic_names is not None and frozenset(request.subscribed_topic_names) != state.topics:
             state.topics = frozenset(request.subscribed_topic_names)
-            self._bump()
+            self.group_epoch += 1
         elif request.member_epoch == 0:
-            self._bump()
+            self.group_epoch += 1
+        self._maybe_compute_target()
         owned = None if request.topic_partitions is None else self._named(request.topic_partitions)
         if owned is not None:
             state.reported = owned
@@ -184,23 +226,36 @@ class ConsumerGroupCoordinator:
     def _remove(self, member_id: str, why: str) -> None:
         state = self.members.pop(member_id)
         self.loop.cancel(state.expiry)
+        self.target.pop(member_id, None)  # its partitions are nobody's target until the next computation
         log.debug("t=%.3f %s removed (%s)", self.loop.now, member_id, why)
-        self._bump()
+        self.group_epoch += 1
 
     def _release(self, state: _Member) -> None:
         state.assigned = state.revoking = frozenset()
 
-    def _bump(self) -> None:
-        """A new group epoch and, at once, its target assignment (sticky to the previous one)."""
-        self.group_epoch += 1
+    def _maybe_compute_target(self) -> None:
+        """The target assignment of the group epoch, if it is behind and the interval since the last
+        computation has passed."""
+        if self.target_epoch >= self.group_epoch:
+            return
+        now = self.loop.now
+        if self.last_computed is not None and now < self.last_computed + self.assignment_interval_s - 1e-9:
+            return
+        self.last_computed = now
         self.target_computations += 1
-        partitions = dict(self.partitions_per_topic)
-        subscriptions = {
-            mid: Subscription(sorted(s.topics), owned_partitions=sorted(self.target.get(mid, frozenset())),
-                              generation_id=self.target_epoch)
-            for mid, s in sorted(self.members.items()) if s.topics
-        }
-        assigned = self.assignor.assign(partitions, subscriptions) if subscriptions else {}
+        subscribed = {mid: s.topics for mid, s in self.members.items() if s.topics}
+        topic_sets = set(subscribed.values())
+        if len(topic_sets) == 1:
+            (topics,) = topic_sets
+            partitions = [TopicPartition(t, p) for t in sorted(topics) for p in range(self.partitions_per_topic.get(t, 0))]
+            assigned: Mapping[str, Iterable[TopicPartition]] = uniform_target(member_order(subscribed), partitions,
+                                                                              self.target)
+        elif subscribed:
+            assigned = TargetAssignor().assign(dict(self.partitions_per_topic), {
+                mid: Subscription(sorted(topics), owned_partitions=sorted(self.target.get(mid, frozenset())),
+                                  generation_id=self.target_epoch) for mid, topics in sorted(subscribed.items())})
+        else:
+            assigned = {}
         self.target = {mid: frozenset(assigned.get(mid, ())) for mid in self.members}
         self.target_epoch = self.group_epoch
 

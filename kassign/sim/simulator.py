@@ -130,7 +130,8 @@ class _Simulation:
         if config.group_protocol == "consumer":
             self.coordinator: Any = ConsumerGroupCoordinator(
                 self.loop, network_s=network_s, session_s=config.session_timeout_ms / 1000,
-                heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic)
+                heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic,
+                assignment_interval_s=config.assignment_interval_ms / 1000)
         elif config.broker == "kafka":
             self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common)
         else:
