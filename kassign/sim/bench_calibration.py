@@ -31,7 +31,7 @@ from typing import Any
 
 from kassign.model import TopicPartition
 from kassign.sim.bench_harness import OWNERSHIP, TOPIC, BenchRunResult, BenchSimulation, harness_inputs
-from kassign.sim.config import KAFKA44_PRESETS, SimConfig
+from kassign.sim.config import KAFKA44_PRESETS, SimConfig, kafka44_presets
 from kassign.timeline.events import Event, read_events
 from kassign.timeline.metrics import GONE_EVENTS, kept_partitions, ownership_intervals, unowned_partition_seconds
 
@@ -194,7 +194,7 @@ def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
         "heartbeat_interval_ms": float(meta.get("heartbeat_ms", 250)),
         "rebalance_timeout_ms": float(meta.get("max_poll_ms", 30000)),
         **processing_of(meta),
-        **KAFKA44_PRESETS[client],
+        **kafka44_presets(client, mode.group_protocol),
     }
     values.update(overrides)
     return SimConfig(**values)

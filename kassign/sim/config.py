@@ -15,7 +15,8 @@ from typing import Any
 from kassign.model import RebalanceProtocol
 from kassign.sim.processing import Processing
 
-__all__ = ["SimConfig", "BROKER_MODELS", "GROUP_PROTOCOLS", "CLIENT_PRESETS", "KAFKA44_PRESETS", "MAX_MS"]
+__all__ = ["SimConfig", "BROKER_MODELS", "GROUP_PROTOCOLS", "CLIENT_PRESETS", "KAFKA44_PRESETS",
+           "KAFKA44_CONSUMER_PRESETS", "kafka44_presets", "MAX_MS"]
 
 #: The longest time setting accepted: Kafka's millisecond configs are int32.
 MAX_MS = 2**31 - 1
@@ -60,6 +61,21 @@ KAFKA44_PRESETS: dict[str, dict[str, float]] = {
     "librdkafka": {"spawn_ms": 54.5, "startup_ms": 0.0, "poll_ms": 24.48, "revocation_ms": 2.12, "assign_ms": 1.0,
                    "network_ms": 1.0, "id_rejoin_ms": 240.0},
 }
+#: The same for members on KIP-848's consumer protocol (kassign's ``group_protocol="consumer"``,
+#: kafka-clients 4.4.0's consumer and librdkafka with ``group.protocol=consumer``), fitted to
+#: repetitions r1-r3 of data/rebalance-bench-kafka44-kip848 (r4-r5 held out). ``assign_ms`` and
+#: ``id_rejoin_ms`` play no part there (no leader, no MEMBER_ID_REQUIRED).
+KAFKA44_CONSUMER_PRESETS: dict[str, dict[str, float]] = {
+    client: dict(values) for client, values in KAFKA44_PRESETS.items()
+}
+
+
+def kafka44_presets(client: str, group_protocol: str = "classic") -> dict[str, float]:
+    """The Kafka 4.4 latencies of ``client`` on ``group_protocol`` (a copy)."""
+    table = KAFKA44_CONSUMER_PRESETS if group_protocol == "consumer" else KAFKA44_PRESETS
+    if client not in table:
+        raise ValueError(f"unknown client {client!r}; expected one of {tuple(table)}")
+    return dict(table[client])
 
 
 @dataclass(frozen=True)

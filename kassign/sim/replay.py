@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kassign.sim.bench_calibration import bench_config, client_of, is_bench_meta, processing_of
-from kassign.sim.config import BROKER_MODELS, KAFKA44_PRESETS, SimConfig
+from kassign.sim.config import BROKER_MODELS, SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate
 from kassign.timeline.events import DEFAULT_TOPIC, Event, merge_events, read_events, timeline_files
@@ -375,8 +375,7 @@ def replay_config(recording: Recording, **settings: Any) -> SimConfig:
     meta = recording.meta or {}
     values: dict[str, Any] = {"assignor": "cooperative-sticky"}
     if is_bench_meta(meta):
-        client = client_of(meta)
-        values.update(bench_config(meta, **(KAFKA44_PRESETS[client] if client else {})).to_dict())
+        values.update(bench_config(meta).to_dict())
         values.update(assignor="cooperative-sticky", protocol=None)
     if _broker_model(meta.get("broker")) is not None:
         values["broker"] = _broker_model(meta["broker"])
