@@ -19,7 +19,7 @@ from typing import Any
 
 from kassign.cli_errors import handles_errors
 from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, ArgumentParser, bounded_int, finite_float
-from kassign.sim.config import BROKER_MODELS, CLIENT_PRESETS, MAX_MS, SimConfig
+from kassign.sim.config import BROKER_MODELS, CLIENT_PRESETS, GROUP_PROTOCOLS, MAX_MS, SimConfig
 from kassign.sim.scenarios import SCENARIO_KINDS, make_scenario
 from kassign.sim.simulator import ASSIGNOR_CLASSES, simulate
 from kassign.timeline.metrics import PhaseMetrics
@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                    type=finite_float("the heartbeat interval (ms)", 1, MAX_MS),
                    help="default: 3000 (a replay: the recording's)")
     p.add_argument("--static", action="store_true", help="static membership (group.instance.id per member)")
+    p.add_argument("--group-protocol", choices=GROUP_PROTOCOLS,
+                   help="classic (JoinGroup/SyncGroup, default) or consumer (KIP-848: the broker assigns, "
+                        "with Kafka 4.4's uniform assignor and 1 s assignment interval)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other SimConfig setting, e.g. --set initial_rebalance_delay_ms=3000")
     p.add_argument("--events", metavar="FILE", help="write the timeline as JSON lines (.gz to compress)")
@@ -92,6 +95,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": args.heartbeat_interval_ms,
         "static_membership": args.static or None,
+        "group_protocol": args.group_protocol,
         **_overrides(args.set),
     }
 
@@ -147,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"settled": result.settled, "end_s": result.end_s, "protocol": result.protocol.name.lower(),
                           "phases": result.summary()}, indent=2))
     else:
-        print(f"{scenario.name}: {args.members} members, {args.partitions} partitions, {config.assignor} "
-              f"({result.protocol.name.lower()}) on {config.broker}; settled={result.settled} after {result.end_s:.3f} s")
+        how = ("the broker's uniform assignor (KIP-848)" if config.group_protocol == "consumer"
+               else f"{config.assignor} ({result.protocol.name.lower()})")
+        print(f"{scenario.name}: {args.members} members, {args.partitions} partitions, {how} on {config.broker}; "
+              f"settled={result.settled} after {result.end_s:.3f} s")
         _table(result.metrics, sys.stdout)
     return 0

@@ -74,3 +74,17 @@ def test_replay_sets_simulation_beside_recording(capsys: pytest.CaptureFixture[s
     rows = json.loads(capsys.readouterr().out)
     assert set(rows) == {"out recorded", "out simulated", "in recorded", "in simulated"}
     assert rows["out simulated"]["rounds"] == rows["out recorded"]["rounds"] == 2
+
+
+def test_simulate_the_consumer_group_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--group-protocol consumer``: the broker assigns; a crash waits for the session timeout, a
+    static group is refused (not modelled) with one line."""
+    assert simulate_main(["--scenario", "crash", "--members", "4", "--group-protocol", "consumer",
+                          "--session-ms", "2000", "--heartbeat-ms", "250", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settled"] is True
+    crash = data["phases"]["1:crash"]
+    assert crash["double_owned_ps"] == 0 and crash["window_s"] >= 2.0 - 0.25
+    assert simulate_main(["--group-protocol", "consumer", "--static"]) == 2
+    err = capsys.readouterr().err
+    assert "KIP-848" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
