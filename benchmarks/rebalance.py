@@ -278,13 +278,7 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
                 group.wait_ready(replacement, 90)
                 _wait_for_phase(group, hb, phase)
                 steps.append(time.time())
-                # The replacement subscribes once its predecessor's consumer has closed (not when
-                # its interpreter or JVM has finished exiting, which is no part of a rebalance).
-                group.request_stop(member)
-                group.wait_for(lambda events: any(e.id == member and e.ev in ("closed", "exit") for e in events),
-                               60, f"{member} closed", poll_s=0.005)
-                group.release_member(replacement)
-                group.stop_member(member)
+                group.hand_over(member, replacement)
                 group.wait_settled(120, balanced=True)
         time.sleep(steady_s)
         end = time.time()

@@ -405,6 +405,16 @@ class GroupDriver:
 
     scale_in = stop_members
 
+    def hand_over(self, member_id: str, replacement: str, timeout: float = 60.0) -> None:
+        """Replace a member by one started with ``hold=True`` and ready: ask the member to close,
+        release the replacement as soon as its consumer has closed (not when its interpreter or JVM
+        has finished exiting, which is no part of a rebalance), then wait for the old process."""
+        self.request_stop(member_id)
+        self.wait_for(lambda events: any(e.id == member_id and e.ev in ("closed", "exit") for e in events),
+                      timeout, f"{member_id} closed", poll_s=0.005)
+        self.release_member(replacement)
+        self.stop_member(member_id)
+
     def crash_member(self, member_id: str) -> None:
         """Kill a member with SIGKILL: no LeaveGroup, no callbacks; records a ``crash`` event."""
         m = self._member(member_id)
