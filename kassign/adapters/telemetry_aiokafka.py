@@ -3,8 +3,10 @@
 The wrapper is an aiokafka ``ConsumerRebalanceListener`` that times the user's listener (sync or
 async methods both work), records the callback, and re-raises whatever the user's code raised, so
 aiokafka handles it exactly as before. It also forwards the recorder's rebalance hooks
-(``rebalance_started`` / ``rebalance_completed``): a consumer that knows when it sends JoinGroup and
-receives SyncGroup (kassign's cooperative consumer) can call them on the listener it was given.
+(``rebalance_started`` / ``rebalance_completed``, and ``heartbeat_completed`` on the consumer group
+protocol): a consumer that knows when it sends JoinGroup and receives SyncGroup, or when it starts
+and ends a reconciliation (kassign's cooperative consumer, either protocol), can call them on the
+listener it was given.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class RecordingListener(ConsumerRebalanceListener):
         """Hook for the consumer: SyncGroup succeeded (``ok``) or the JoinGroup/SyncGroup round failed."""
         self.recorder.rebalance_completed(ok, generation, error)
 
+    def heartbeat_completed(self, latency_ms: float, error: Any = None, answered: bool = True) -> None:
+        """Hook for the consumer (consumer group protocol): a heartbeat was answered, or failed."""
+        self.recorder.heartbeat_completed(latency_ms, error, answered)
+
 
 def wrap_listener(recorder: RebalanceRecorder, listener: Any = None) -> RecordingListener:
     """A listener for ``consumer.subscribe(..., listener=...)`` that records around ``listener``."""
@@ -72,7 +78,10 @@ def wrap_listener(recorder: RebalanceRecorder, listener: Any = None) -> Recordin
 
 
 def protocol_of(consumer: Any) -> str:
-    """The protocol a consumer declares in ``rebalance_protocol`` (kassign's CooperativeConsumer), else "eager"."""
+    """"consumer" for a consumer on the consumer group protocol (``group_protocol == "consumer"``,
+    kassign's CooperativeConsumer), else the protocol it declares in ``rebalance_protocol``, else "eager"."""
+    if getattr(consumer, "group_protocol", None) == "consumer":
+        return "consumer"
     declared = getattr(consumer, "rebalance_protocol", None)
     if callable(declared):
         declared = declared()

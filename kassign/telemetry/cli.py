@@ -2,7 +2,9 @@
 
 A recording is a timeline file (JSON lines, .gz read transparently), a directory of members'
 telemetry files (rotated ones included), or a recorded run directory (events.jsonl.gz), as
-kassign simulate --replay and kassign analyze take them. Prints {member: {metric: value}}.
+kassign simulate --replay and kassign analyze take them. Prints {member: {metric: value}}; a member
+on the consumer group protocol (its subscribed event says protocol "consumer") also gets the
+heartbeat metrics and failed-rebalance-rate-per-hour.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def _parser() -> ArgumentParser:
     parser.add_argument("recordings", nargs="+", metavar="RECORDING",
                         help="timeline files (.jsonl, .jsonl.gz) or directories of them")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="eager",
-                        help="inference rules when a recording does not say (its subscribed event does)")
+                        help="rules when a recording does not say (its subscribed event does): eager or "
+                             "cooperative (classic group protocol), consumer (KIP-848)")
     parser.add_argument("--now", type=finite_float("the time", -MAX_EVENT_TIME, MAX_EVENT_TIME), default=None,
                         help="unix time to measure at (default: the last event)")
     parser.add_argument("--window-ms", type=bounded_int("the window", 1, MAX_WINDOW_MS), default=30_000,

@@ -27,6 +27,22 @@ marked ``"inferred": true`` (at the callback times above), for readers of the ti
 A rebalance whose start was not observable (a cooperative member pulled into a rebalance by a
 heartbeat) still counts in ``rebalance-total`` and the rate, but adds no latency sample. Failed
 rounds are visible only through the hooks.
+
+The consumer group protocol (KIP-848, protocol ``"consumer"``) has no JoinGroup/SyncGroup rounds.
+Java's ``AsyncKafkaConsumer`` (``ConsumerRebalanceMetricsManager``, driven by
+``AbstractMembershipManager.transitionTo``) starts a rebalance when the member starts reconciling a
+new target assignment (any state -> RECONCILING; a later start overwrites an open one) and ends it
+when the reconciliation is done (RECONCILING -> ACKNOWLEDGING, or STABLE when the broker's target
+turns out to be what the member owns): the hooks write these as ``reconcile`` / ``reconciled``
+events (``epoch``). A heartbeat answered with an error, or failing without an answer for a reason
+that is not retriable, while a rebalance is open counts as a failed rebalance (``rebalance_failed``)
+and leaves the rebalance open. Without hooks, a reconciliation is inferred from its callbacks: it
+starts at its revoke callback (when it takes partitions away) or else its assign callback, and ends
+when the assign callback returns (Java acknowledges right after it); a lost callback (fenced)
+abandons an open one. Inferred latencies miss what precedes the first callback (the commit of the
+revoked partitions, a metadata lookup). Such a member also reports
+:data:`~kassign.telemetry.consumer_protocol.CONSUMER_PROTOCOL_METRIC_NAMES` (heartbeats, from
+``heartbeat`` events, and ``failed-rebalance-rate-per-hour``).
 """
 
 from __future__ import annotations
@@ -35,12 +51,24 @@ import logging
 import math
 from collections.abc import Iterable
 
+from kassign.telemetry.consumer_protocol import (
+    CONSUMER_PROTOCOL_HELP,
+    CONSUMER_PROTOCOL_METRIC_NAMES,
+    HeartbeatMetrics,
+)
 from kassign.telemetry.stats import Avg, CumulativeCount, CumulativeSum, Max, MetricConfig, Rate
 from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["METRIC_NAMES", "METRIC_HELP", "CoordinatorMetrics", "metrics_from_events"]
+__all__ = [
+    "METRIC_NAMES",
+    "METRIC_HELP",
+    "ALL_METRIC_NAMES",
+    "CoordinatorMetrics",
+    "metric_names",
+    "metrics_from_events",
+]
 
 #: The metric names, as Java's consumer reports them in group ``consumer-coordinator-metrics``.
 METRIC_NAMES: tuple[str, ...] = (
@@ -61,12 +89,15 @@ METRIC_NAMES: tuple[str, ...] = (
 
 #: One line per metric for exporters; avg/max cover Java's sampled window (about the last minute).
 METRIC_HELP: dict[str, str] = {
-    "rebalance-latency-avg": "Mean ms from a rebalance's first JoinGroup to its successful SyncGroup (sampled window)",
-    "rebalance-latency-max": "Longest ms from a rebalance's first JoinGroup to its successful SyncGroup (sampled window)",
+    "rebalance-latency-avg": "Mean ms a rebalance took: first JoinGroup to successful SyncGroup, or (consumer "
+                             "protocol) reconciliation start to end (sampled window)",
+    "rebalance-latency-max": "Longest ms a rebalance took: first JoinGroup to successful SyncGroup, or (consumer "
+                             "protocol) reconciliation start to end (sampled window)",
     "rebalance-latency-total": "Milliseconds spent in successful rebalances since the consumer started",
     "rebalance-total": "Successful rebalances since the consumer started",
     "rebalance-rate-per-hour": "Successful rebalances per hour over the sampled window",
-    "failed-rebalance-total": "Failed JoinGroup/SyncGroup rounds since the consumer started",
+    "failed-rebalance-total": "Failed JoinGroup/SyncGroup rounds, or (consumer protocol) heartbeat errors while "
+                              "reconciling, since the consumer started",
     "last-rebalance-seconds-ago": "Whole seconds since the last successful rebalance, -1 before the first",
     "partition-revoked-latency-avg": "Mean ms the partitions-revoked listener callback ran (sampled window)",
     "partition-revoked-latency-max": "Longest ms the partitions-revoked listener callback ran (sampled window)",
@@ -74,11 +105,23 @@ METRIC_HELP: dict[str, str] = {
     "partition-assigned-latency-max": "Longest ms the partitions-assigned listener callback ran (sampled window)",
     "partition-lost-latency-avg": "Mean ms the partitions-lost listener callback ran (sampled window)",
     "partition-lost-latency-max": "Longest ms the partitions-lost listener callback ran (sampled window)",
+    **CONSUMER_PROTOCOL_HELP,
 }
+
+#: Every name some member reports: the classic ones, then the consumer group protocol's additions.
+ALL_METRIC_NAMES: tuple[str, ...] = METRIC_NAMES + CONSUMER_PROTOCOL_METRIC_NAMES
 
 _HOUR_MS = 3_600_000.0
 _CALLBACK_SENSOR = {"cb_revoked": "partition-revoked", "cb_assigned": "partition-assigned", "cb_lost": "partition-lost"}
-PROTOCOLS = ("eager", "cooperative")
+#: "eager" and "cooperative": the classic group protocol; "consumer": the consumer group protocol (KIP-848).
+PROTOCOLS = ("eager", "cooperative", "consumer")
+# Events from a consumer that reports its own rebalance boundaries (the recorder's hooks).
+_HOOK_EVENTS = frozenset({"join", "sync", "rebalance_failed", "reconcile", "reconciled"})
+
+
+def metric_names(protocol: str) -> tuple[str, ...]:
+    """The metric names a member on ``protocol`` reports, in snapshot order."""
+    return ALL_METRIC_NAMES if protocol == "consumer" else METRIC_NAMES
 
 
 class _LatencySensor:
@@ -96,7 +139,7 @@ class _LatencySensor:
 class CoordinatorMetrics:
     """Feed one member's events in order with :meth:`observe`; read the metrics with :meth:`snapshot`.
 
-    ``protocol`` ("eager" or "cooperative") selects the inference rules; a ``subscribed`` event
+    ``protocol`` ("eager", "cooperative" or "consumer") selects the rules; a ``subscribed`` event
     carrying ``protocol`` overrides it. Not thread-safe: the recorder serialises calls.
     """
 
@@ -108,6 +151,8 @@ class CoordinatorMetrics:
         self._rebalance_count = CumulativeCount()
         self._rebalance_rate = Rate(self.config, _HOUR_MS)
         self._failed_count = CumulativeCount()
+        self._failed_rate = Rate(self.config, _HOUR_MS)
+        self._heartbeats = HeartbeatMetrics(self.config)
         self._callbacks = {name: _LatencySensor(self.config) for name in _CALLBACK_SENSOR.values()}
         self._start_ms: float | None = None
         self._last_end_ms: float | None = None
@@ -124,7 +169,8 @@ class CoordinatorMetrics:
         """Account for one event (any kind; unknown kinds are ignored).
 
         Returns the rebalance boundaries this event implies by the inference rules, as
-        ``("join" | "sync", unix seconds)``, so a recorder can write them down; events marked
+        ``("join" | "sync", unix seconds)`` (``"reconcile" | "reconciled"`` on the consumer
+        protocol), so a recorder can write them down; events marked
         ``inferred`` are such boundaries themselves and are skipped (replaying a recording
         re-infers them).
         """
@@ -134,24 +180,31 @@ class CoordinatorMetrics:
         now_ms = event.t * 1000.0
         self._last_event_ms = now_ms if self._last_event_ms is None else max(self._last_event_ms, now_ms)
         kind = event.ev
-        if kind in ("join", "sync", "rebalance_failed") and not self._hooks_seen:
+        if kind in _HOOK_EVENTS and not self._hooks_seen:
             # The consumer reports its rebalances: drop what the callbacks suggested so far.
             self._hooks_seen = True
             self._start_ms = None
         if kind == "join":
             self._start(now_ms)
-        elif kind == "sync":
+        elif kind == "reconcile":
+            # Java overwrites the start of a rebalance left open (a member fenced while reconciling).
+            self._start_ms = now_ms
+        elif kind in ("sync", "reconciled"):
             if event.extra.get("error"):
-                self._failed_count.record(1.0, now_ms)
+                self._failed(now_ms)
             else:
                 self._complete(now_ms)
         elif kind == "rebalance_failed":
-            self._failed_count.record(1.0, now_ms)
+            self._failed(now_ms)
+        elif kind == "heartbeat":
+            self._heartbeats.observe(event)
         elif kind == "subscribed":
             if event.extra.get("protocol") in PROTOCOLS:
                 self.protocol = event.extra["protocol"]
             self._closing = False
-            if not self._hooks_seen:
+            if not self._hooks_seen and self.protocol != "consumer":
+                # A classic member joins at once; a consumer-protocol member's first rebalance starts
+                # when the broker's answer gives it an assignment to reconcile (not observable here).
                 self._start(now_ms)
         elif kind == "closing":
             self._closing = True
@@ -167,7 +220,9 @@ class CoordinatorMetrics:
         if self._hooks_seen or self._closing:
             return
         end_ms = now_ms + duration_ms
-        if event.ev == "cb_lost":
+        if self.protocol == "consumer":
+            self._infer_reconciliation(event, now_ms, end_ms)
+        elif event.ev == "cb_lost":
             self._start(end_ms)
         elif self.protocol == "eager":
             if event.ev == "cb_revoked":
@@ -187,12 +242,30 @@ class CoordinatorMetrics:
                 self._rejoin_after_assign = False
                 self._start(end_ms)
 
+    def _infer_reconciliation(self, event: Event, now_ms: float, end_ms: float) -> None:
+        """Consumer group protocol: one reconciliation runs [revoke callback,] assign callback."""
+        if event.ev == "cb_lost":
+            self._start_ms = None  # fenced: the member joins again; its next reconciliation starts afresh
+        elif event.ev == "cb_revoked":
+            if event.parts:
+                self._start(now_ms)
+        else:
+            self._start(now_ms)
+            self._complete(end_ms)
+
+    def _failed(self, now_ms: float) -> None:
+        if self.protocol == "consumer" and self._start_ms is None:
+            # Java's maybeRecordRebalanceFailed: only while a rebalance is open.
+            return
+        self._failed_count.record(1.0, now_ms)
+        self._failed_rate.record(1.0, now_ms)
+
     def _start(self, now_ms: float) -> None:
         # A rebalance retried after failures keeps its first start (Java: lastRebalanceStartMs).
         if self._start_ms is None:
             self._start_ms = now_ms
             if not self._hooks_seen:
-                self._derived.append(("join", now_ms / 1000.0))
+                self._derived.append((self._boundary_kinds[0], now_ms / 1000.0))
 
     def _complete(self, now_ms: float) -> None:
         if self._start_ms is not None:
@@ -206,12 +279,18 @@ class CoordinatorMetrics:
         self._last_end_ms = now_ms
         self._start_ms = None
         if not self._hooks_seen:
-            self._derived.append(("sync", now_ms / 1000.0))
+            self._derived.append((self._boundary_kinds[1], now_ms / 1000.0))
+
+    @property
+    def _boundary_kinds(self) -> tuple[str, str]:
+        # The event kinds a rebalance's start and end are written as on this protocol.
+        return ("reconcile", "reconciled") if self.protocol == "consumer" else ("join", "sync")
 
     # -- reading -----------------------------------------------------------------------------
 
     def snapshot(self, now: float | None = None) -> dict[str, float]:
-        """The metrics at unix time ``now`` (default: the last event's time), keyed by Java's names.
+        """The metrics at unix time ``now`` (default: the last event's time), keyed by Java's names
+        (:func:`metric_names` of the protocol: the consumer protocol's include the heartbeat metrics).
 
         Measuring has Java's side effects on the sampled stats (expired samples are reset), so
         call it with non-decreasing ``now``.
@@ -236,7 +315,10 @@ class CoordinatorMetrics:
         for name, sensor in self._callbacks.items():
             out[f"{name}-latency-avg"] = sensor.avg.measure(now_ms)
             out[f"{name}-latency-max"] = sensor.max.measure(now_ms)
-        return {name: out[name] for name in METRIC_NAMES}
+        if self.protocol == "consumer":
+            out["failed-rebalance-rate-per-hour"] = self._failed_rate.measure(now_ms)
+            out.update(self._heartbeats.snapshot(now_ms))
+        return {name: out[name] for name in metric_names(self.protocol)}
 
 
 def _check_protocol(protocol: str) -> str:

@@ -1,7 +1,9 @@
 """OpenTelemetry export of recorders' metrics (needs ``opentelemetry-api``: ``pip install 'kassign[telemetry]'``).
 
 Each Java metric becomes an observable gauge ``kafka.consumer.coordinator.<name>`` (Java's dashed
-name kept) read at collection time, with attributes ``group``, ``member`` and ``protocol``. The
+name kept) read at collection time, with attributes ``group``, ``member`` and ``protocol``; members on the consumer group protocol
+(``protocol="consumer"``) also report its heartbeat metrics and ``failed-rebalance-rate-per-hour``
+(other members observe nothing for those). The
 meter comes from the given ``MeterProvider`` or the global one, so the application's SDK and
 exporters decide where the numbers go.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from opentelemetry import metrics as otel_metrics
 
-from kassign.telemetry.coordinator_metrics import METRIC_HELP, METRIC_NAMES
+from kassign.telemetry.coordinator_metrics import ALL_METRIC_NAMES, METRIC_HELP
 from kassign.telemetry.recorder import RebalanceRecorder
 
 __all__ = ["OTEL_PREFIX", "OtelExporter", "instrument"]
@@ -24,12 +26,16 @@ OTEL_PREFIX = "kafka.consumer.coordinator."
 
 
 def _unit(metric: str) -> str:
-    if "latency" in metric:
+    if "latency" in metric or "response-time" in metric:
         return "ms"
     if metric.endswith("seconds-ago"):
         return "s"
     if metric.endswith("per-hour"):
         return "{rebalance}/h"
+    if metric == "heartbeat-rate":
+        return "{heartbeat}/s"
+    if metric.startswith("heartbeat-"):
+        return "{heartbeat}"
     return "{rebalance}"
 
 
@@ -44,7 +50,7 @@ class OtelExporter:
         self.instruments = [
             meter.create_observable_gauge(OTEL_PREFIX + name, callbacks=[self._callback(name)],
                                           unit=_unit(name), description=METRIC_HELP[name])
-            for name in METRIC_NAMES
+            for name in ALL_METRIC_NAMES
         ]
 
     def add(self, recorder: RebalanceRecorder) -> None:
@@ -62,9 +68,10 @@ class OtelExporter:
             with self._lock:
                 recorders = list(self._recorders)
             for recorder in recorders:
-                value = recorder.metrics()[name]
-                # NaN (no sample in the window) is left out rather than exported as a number.
-                if not math.isnan(value):
+                value = recorder.metrics().get(name)
+                # NaN (no sample in the window) is left out rather than exported as a number, as is a
+                # metric this member's protocol does not have.
+                if value is not None and not math.isnan(value):
                     yield otel_metrics.Observation(value, dict(recorder.labels))
 
         return observe

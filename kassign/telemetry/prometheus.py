@@ -2,6 +2,8 @@
 
 Each Java metric becomes a gauge named ``kafka_consumer_coordinator_metrics_<name>`` (dashes as
 underscores, the JMX exporter's usual shape) with labels ``group``, ``member`` and ``protocol``;
+members on the consumer group protocol (``protocol="consumer"``) add its heartbeat metrics and
+``failed-rebalance-rate-per-hour`` (a family has no sample for members that do not report it);
 the recorder's own health adds ``kassign_telemetry_events_dropped`` and
 ``kassign_telemetry_sink_failed``. Values are measured at scrape time.
 """
@@ -16,7 +18,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kassign.telemetry.coordinator_metrics import METRIC_HELP, METRIC_NAMES
+from kassign.telemetry.coordinator_metrics import ALL_METRIC_NAMES, METRIC_HELP
 from kassign.telemetry.recorder import RebalanceRecorder
 
 __all__ = ["PREFIX", "RecorderCollector", "register", "serve", "prometheus_name"]
@@ -51,7 +53,7 @@ class RecorderCollector(Collector):
         with self._lock:
             recorders = list(self._recorders)
         families = {name: GaugeMetricFamily(prometheus_name(name), METRIC_HELP[name], labels=_LABELS)
-                    for name in METRIC_NAMES}
+                    for name in ALL_METRIC_NAMES}
         dropped = GaugeMetricFamily("kassign_telemetry_events_dropped", "Events the recorder could not hand to its sink",
                                     labels=_LABELS)
         failed = GaugeMetricFamily("kassign_telemetry_sink_failed", "1 while the recorder's sink is failing (it raised since it last wrote an event)",

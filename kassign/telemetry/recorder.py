@@ -42,9 +42,10 @@ class RebalanceRecorder:
     ``sink``: a file path (JSON lines, rotated at ``max_bytes`` keeping ``backup_count`` old
     files), any callable taking each event's JSON object, or None to keep metrics only.
     ``member`` names the member in events and metric labels (default: host, pid and a per-recorder
-    suffix); ``group`` and ``protocol`` ("eager" or "cooperative") are labels, and ``protocol``
-    also picks how rebalance starts are inferred from callbacks (None: detected by ``attach``,
-    else eager). ``queue_size`` bounds the events waiting for the sink; beyond it events are
+    suffix); ``group`` and ``protocol`` ("eager" or "cooperative" on the classic group protocol,
+    "consumer" on the consumer group protocol of KIP-848) are labels, and ``protocol`` also picks
+    the rules: how rebalances are inferred from callbacks, which events the hooks write, which
+    metrics are reported (None: detected by ``attach``, else eager). ``queue_size`` bounds the events waiting for the sink; beyond it events are
     dropped and counted. ``metric_config`` sets Java's sampling windows for the avg/max/rate
     metrics (default two samples of 30 s). ``clock`` gives unix seconds.
 
@@ -186,19 +187,44 @@ class RebalanceRecorder:
             self.record("cb_revoked_done", t=end)
 
     def rebalance_started(self, generation: int | None = None) -> None:
-        """Hook for consumers that know: a JoinGroup is being sent (``generation`` the one the member had).
+        """Hook for consumers that know: a JoinGroup is being sent (``generation`` the one the member had);
+        on the consumer protocol, the member starts reconciling a new target assignment (``generation``
+        its member epoch), written as a ``reconcile`` event.
 
         Once a consumer calls the hooks, callbacks are no longer used to infer rebalance boundaries.
         """
-        self.record("join", gen=generation)
+        if self.protocol == "consumer":
+            self.record("reconcile", epoch=generation)
+        else:
+            self.record("join", gen=generation)
 
     def rebalance_completed(self, ok: bool = True, generation: int | None = None,
                             error: str | BaseException | None = None) -> None:
-        """Hook: the rebalance round ended; ``ok`` a SyncGroup succeeded, else a JoinGroup/SyncGroup failed."""
+        """Hook: the rebalance round ended; ``ok`` a SyncGroup succeeded, else a JoinGroup/SyncGroup failed.
+
+        On the consumer protocol: ``ok`` the reconciliation is done (``reconciled``), else a heartbeat
+        failed while one was under way (``rebalance_failed``; the rebalance stays open, as in Java).
+        """
+        consumer = self.protocol == "consumer"
         if ok:
-            self.record("sync", gen=generation, protocol=self.protocol)
+            if consumer:
+                self.record("reconciled", epoch=generation)
+            else:
+                self.record("sync", gen=generation, protocol=self.protocol)
         else:
-            self.record("rebalance_failed", gen=generation, error=None if error is None else str(error))
+            self.record("rebalance_failed", **{"epoch" if consumer else "gen": generation},
+                        error=None if error is None else str(error))
+
+    def heartbeat_completed(self, latency_ms: float, error: str | BaseException | None = None,
+                            answered: bool = True) -> None:
+        """Hook (consumer group protocol): a heartbeat sent ``latency_ms`` ago was answered (with the
+        error name ``error``, if any) or, ``answered`` false, failed without an answer (``error`` why).
+
+        Written as a ``heartbeat`` event at its send time; feeds Java's heartbeat metrics.
+        """
+        latency = max(0.0, float(latency_ms))
+        self.record("heartbeat", t=self.clock() - latency / 1000.0, lat=round(latency, 3),
+                    error=None if error is None else str(error), answered=None if answered else False)
 
     def closing(self) -> None:
         """The consumer starts closing (rebalance inference stops)."""

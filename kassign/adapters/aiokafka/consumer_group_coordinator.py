@@ -42,6 +42,7 @@ from aiokafka.structs import TopicPartition as AioTopicPartition
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
 from kassign.adapters.aiokafka.internals import close_started
+from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks
 from kassign.membership.consumer_group import (
     ERROR_NAMES,
     Action,
@@ -126,6 +127,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         self._metadata_task: asyncio.Task[None] | None = None
         self._fatal_error: GroupProtocolError | None = None
         self._listener_error: Exception | None = None
+        # The listener's telemetry hooks, called where Java records its rebalance and heartbeat metrics.
+        self._hooks = ConsumerGroupHooks(subscription, group_id)
         # A commit issued while the member held its partitions never goes out after it lost them and
         # joined again under a new epoch (CommitGuard counts each end of a membership as a reset).
         self._init_commit_guard()
@@ -345,7 +348,10 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         log.info("group %s epoch %s: assigned %s, added %s, revoked %s", self.group_id, rec.epoch,
                  sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
         await self._call_listener("on_partitions_assigned", aio_partitions(rec.added))
-        if member.reconciliation_done(rec):
+        before = member.state
+        done = member.reconciliation_done(rec)
+        self._hooks.transition(before, member)
+        if done:
             self._heartbeat_wake.set()  # the acknowledgement goes out now
 
     async def _revoke(self, partitions: frozenset[AioTopicPartition], *, commit: bool) -> None:
@@ -414,7 +420,9 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             if self.coordinator_id is None and not self.closing:
                 continue
             member.broker = self._describe_node(self.coordinator_id)
+            before = member.state
             request = member.build_heartbeat()
+            self._hooks.transition(before, member)  # acknowledging may go back to reconciling
             if request is None:
                 continue
             last_sent = time.monotonic()
@@ -433,15 +441,23 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _send_heartbeat(self, request: ConsumerGroupHeartbeatRequest) -> list[Action]:
         member = self._member
         log.debug("group %s: heartbeat %s", self.group_id, request)
+        sent = time.monotonic()
         try:
             response = await self._send_req(AiokafkaRequest(request))
         except UnsupportedApiVersion as err:
+            self._hooks.heartbeat_unanswered((time.monotonic() - sent) * 1000, err, member.member_epoch)
             return member.on_unsupported_version(str(err))
         except Errors.KafkaError as err:
+            self._hooks.heartbeat_unanswered((time.monotonic() - sent) * 1000, err, member.member_epoch)
             if request.member_epoch < 0:
                 return []  # a leave is sent once
             return member.on_heartbeat_failure(repr(err))
-        return member.on_heartbeat_response(response)
+        error = ERROR_NAMES.get(response.error_code, f"ERROR_{response.error_code}") if response.error_code else None
+        self._hooks.heartbeat_answered((time.monotonic() - sent) * 1000, error, member.member_epoch)
+        before = member.state
+        actions = member.on_heartbeat_response(response)
+        self._hooks.transition(before, member)
+        return actions
 
     def _check_poll_timer(self) -> None:
         """Leave when the application stopped polling for longer than ``max_poll_interval_ms`` (its

@@ -52,6 +52,7 @@ from kassign.adapters.aiokafka.static_heartbeat import (
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
+from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
     cluster_inputs,
@@ -275,13 +276,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     def _call_hook(self, name: str, *args: Any) -> None:
         """Call the listener's telemetry hook ``name`` if it has one; its failures are only logged."""
-        hook = getattr(self._subscription.listener, name, None)
-        if hook is None:
-            return
-        try:
-            hook(*args)
-        except Exception:
-            log.exception("rebalance listener hook %s of group %s failed", name, self.group_id)
+        call_hook(self._subscription.listener, name, *args, group_id=self.group_id)
 
     # -- leader ----------------------------------------------------------------------------
 
