@@ -36,6 +36,13 @@ from kassign.protocol.consumer_group_heartbeat import (  # noqa: E402
     TopicIdPartitions,
 )
 from kassign.protocol.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic  # noqa: E402
+from kassign.protocol.offset_fetch import (  # noqa: E402
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
+)
 from kassign.protocol.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -89,6 +96,8 @@ class FakeGroupCoordinator:
         self.commit_error = 0
         self.heartbeats: list[ConsumerGroupHeartbeatRequest] = []
         self.commits: list[OffsetCommitRequest] = []
+        self.fetches: list[OffsetFetchRequest] = []
+        self.fetch_errors: list[int] = []  # group-level errors for the next fetches, in turn
         self.metadata_requests = 0
 
     def answer(self, message: Any) -> Any:
@@ -112,6 +121,14 @@ class FakeGroupCoordinator:
             return OffsetCommitResponse(topics=[OffsetCommitResponseTopic(t.name, t.topic_id, [
                 OffsetCommitResponsePartition(p.partition_index, self.commit_error) for p in t.partitions])
                 for t in message.topics])
+        if isinstance(message, OffsetFetchRequest):
+            self.fetches.append(message)
+            error = self.fetch_errors.pop(0) if self.fetch_errors else 0
+            (group,) = message.groups
+            return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group.group_id, [] if error else [
+                OffsetFetchResponseTopics(TOPIC, partitions=[OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x")
+                                                             for p in t.partition_indexes])
+                for t in group.topics], error)])
         raise AssertionError(f"unexpected request {message!r}")
 
 
@@ -136,7 +153,7 @@ class FakeClient:
 
     async def send(self, node_id, request, group=None):
         await asyncio.sleep(0)
-        versions = {68: (0, 1) if self.group.supports_848 else None, 3: (0, 13), 8: (0, 10)}
+        versions = {68: (0, 1) if self.group.supports_848 else None, 3: (0, 13), 8: (0, 10), 9: (0, 10)}
         versions = {k: v for k, v in versions.items() if v is not None}
         prepared = request.prepare(versions)  # raises UnsupportedApiVersion as aiokafka's connection would
         return self.group.answer(prepared.message)
@@ -271,6 +288,29 @@ def test_commits_carry_the_member_epoch_and_stale_or_fenced_ones_fail():
     first = group.commits[0]
     assert first.generation_id_or_member_epoch == 7 and first.topics[0].partitions[0].committed_metadata == "m"
     assert after == sent, "a member without an epoch sends no commit"
+
+
+def test_committed_offsets_are_read_with_the_member_epoch_and_a_stale_one_is_retried():
+    """OffsetFetch v9+ as Java's consumer sends it: member id and epoch, require_stable; the broker's
+    STALE_MEMBER_EPOCH is retried (after the heartbeat has caught up), UNKNOWN_MEMBER_ID raised."""
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.epoch = 5
+        coord, subscription = coordinator(group, enable_auto_commit=False)
+        await until(lambda: subscription.subscription.assignment is not None, what="assignment")
+        group.fetch_errors = [113]  # STALE_MEMBER_EPOCH once
+        offsets = await coord.fetch_committed_offsets([TP(TOPIC, 0), TP(TOPIC, 1)])
+        group.fetch_errors = [25]
+        with pytest.raises(Errors.UnknownMemberIdError):
+            await coord.fetch_committed_offsets([TP(TOPIC, 1)])
+        await coord.close()
+        return group, offsets
+
+    group, offsets = run(scenario())
+    assert offsets == {TP(TOPIC, 1): OffsetAndMetadata(41, "x")}  # partition 0 has no committed offset
+    first, retried = group.fetches[0], group.fetches[1]
+    assert first.require_stable and first.groups[0].member_epoch == 5 and first.groups[0].member_id
+    assert retried.groups[0].member_epoch == 5 and retried.groups[0].topics[0].partition_indexes == [0, 1]
 
 
 @pytest.mark.parametrize("code, name", [(111, "UNRELEASED_INSTANCE_ID"), (81, "GROUP_MAX_SIZE_REACHED")])

@@ -18,8 +18,8 @@ codecs over aiokafka's coordinator connection:
   member joins again at epoch 0; fatal errors (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
   UNSUPPORTED_VERSION, ...) are raised from ``getmany()``/``getone()`` as :class:`GroupProtocolError`;
 * offsets are committed with OffsetCommit v9+ carrying the member id and epoch, so a fenced member's
-  late commit is refused by the broker (committed offsets are read with aiokafka's own OffsetFetch,
-  which a consumer group answers without membership);
+  late commit is refused by the broker, and read with OffsetFetch v9+ carrying them too (a fetch
+  from a stale epoch is retried once the heartbeat has caught up), ``require_stable`` as Java's;
 * closing (or unsubscribing) revokes everything (lost, when the member is no longer in the group)
   and leaves with epoch -1; a static member (``group_instance_id``) leaves with -2, so a restart
   within the session timeout gets its partitions back without a reassignment.
@@ -37,6 +37,7 @@ from typing import Any
 
 import aiokafka.errors as Errors
 from aiokafka.consumer.group_coordinator import GroupCoordinator
+from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
@@ -65,6 +66,7 @@ from kassign.protocol.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from kassign.protocol.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,12 @@ class GroupProtocolError(Errors.KafkaError):
 
 class StaleMemberEpochError(Errors.CommitFailedError):
     """OffsetCommit answered STALE_MEMBER_EPOCH: the member's epoch moved on since the commit was built."""
+
+
+class StaleMemberEpochFetch(Errors.KafkaError):
+    """OffsetFetch answered STALE_MEMBER_EPOCH: retried once the heartbeat has the current epoch."""
+
+    retriable = True
 
 
 class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
@@ -559,6 +567,58 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                     errors.append(self._commit_error(name, part.partition_index, part.error_code))
         if errors:
             raise errors[0]
+
+    async def _do_fetch_commit_offsets(self, partitions: Iterable[Any]) -> dict[Any, Any]:
+        """OffsetFetch v9+ as Java's consumer sends it: with this member's id and epoch while it is in
+        the group (the broker refuses a fetch from a stale epoch, retried once the heartbeat has
+        caught up, or from a member it no longer has) and ``require_stable`` (offsets of pending
+        transactional commits are waited for, UNSTABLE_OFFSET_COMMIT retried)."""
+        by_topic: dict[str, list[int]] = collections.defaultdict(list)
+        for tp in partitions:
+            by_topic[tp.topic].append(tp.partition)
+        identity = self._member.commit_identity()
+        member_id, epoch = identity if identity is not None else (None, -1)
+        ids_known = all(topic in self._topic_ids for topic in by_topic)
+        request = OffsetFetchRequest([OffsetFetchRequestGroup(
+            self.group_id, member_id, epoch,
+            [OffsetFetchRequestTopics(topic, self._topic_ids.get(topic, ZERO_UUID), sorted(parts))
+             for topic, parts in sorted(by_topic.items())])], require_stable=True)
+        try:
+            # Version 10 names topics by id: only when every id is known.
+            response = await self._send_req(AiokafkaRequest(request, max_version=None if ids_known else 9))
+        except UnsupportedApiVersion as err:
+            raise Errors.UnsupportedVersionError(f"OffsetFetch v9+ (member epochs): {err}") from err
+        offsets: dict[Any, Any] = {}
+        for group in response.groups:
+            if group.error_code:
+                raise self._fetch_error(group.error_code)
+            for topic in group.topics:
+                name = topic.name or self._topic_names.get(topic.topic_id, str(topic.topic_id))
+                for part in topic.partitions:
+                    if part.error_code == Errors.UnknownTopicOrPartitionError.errno:
+                        log.warning("group %s: OffsetFetch: unknown partition %s-%s", self.group_id, name,
+                                    part.partition_index)
+                        continue
+                    if part.error_code:
+                        raise self._fetch_error(part.error_code)
+                    if part.committed_offset >= 0:
+                        offsets[AioTopicPartition(name, part.partition_index)] = OffsetAndMetadata(
+                            part.committed_offset, part.metadata or "")
+        return offsets
+
+    def _fetch_error(self, code: int) -> Errors.KafkaError:
+        """An OffsetFetch error as aiokafka's fetch loop expects it: retriable ones are retried."""
+        name = ERROR_NAMES.get(code)
+        if name == "STALE_MEMBER_EPOCH":
+            self._heartbeat_wake.set()  # learn the current epoch, then fetch again
+            return StaleMemberEpochFetch(f"group {self.group_id}: OffsetFetch with a stale member epoch")
+        if name == "UNKNOWN_MEMBER_ID":
+            return Errors.UnknownMemberIdError(self.group_id)
+        if name in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
+            self.coordinator_dead()
+        if code == Errors.GroupAuthorizationFailedError.errno:
+            return Errors.GroupAuthorizationFailedError(self.group_id)
+        return Errors.for_code(code)()
 
     def _commit_error(self, topic: str, partition: int, code: int) -> Errors.KafkaError:
         name = ERROR_NAMES.get(code)
