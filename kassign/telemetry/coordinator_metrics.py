@@ -117,6 +117,8 @@ _CALLBACK_SENSOR = {"cb_revoked": "partition-revoked", "cb_assigned": "partition
 PROTOCOLS = ("eager", "cooperative", "consumer")
 # Events from a consumer that reports its own rebalance boundaries (the recorder's hooks).
 _HOOK_EVENTS = frozenset({"join", "sync", "rebalance_failed", "reconcile", "reconciled"})
+# Events only a member on the consumer group protocol writes.
+_CONSUMER_PROTOCOL_EVENTS = frozenset({"reconcile", "reconciled", "heartbeat"})
 
 
 def metric_names(protocol: str) -> tuple[str, ...]:
@@ -140,7 +142,9 @@ class CoordinatorMetrics:
     """Feed one member's events in order with :meth:`observe`; read the metrics with :meth:`snapshot`.
 
     ``protocol`` ("eager", "cooperative" or "consumer") selects the rules; a ``subscribed`` event
-    carrying ``protocol`` overrides it. Not thread-safe: the recorder serialises calls.
+    carrying ``protocol`` overrides it, and a ``reconcile``, ``reconciled`` or ``heartbeat`` event
+    (written only for consumer-protocol members) switches to "consumer". Not thread-safe: the
+    recorder serialises calls.
     """
 
     def __init__(self, protocol: str | None = "eager", config: MetricConfig | None = None) -> None:
@@ -180,6 +184,9 @@ class CoordinatorMetrics:
         now_ms = event.t * 1000.0
         self._last_event_ms = now_ms if self._last_event_ms is None else max(self._last_event_ms, now_ms)
         kind = event.ev
+        if kind in _CONSUMER_PROTOCOL_EVENTS and self.protocol != "consumer":
+            # Only a consumer-protocol member reconciles and heartbeats this way: its recording says so.
+            self.protocol = "consumer"
         if kind in _HOOK_EVENTS and not self._hooks_seen:
             # The consumer reports its rebalances: drop what the callbacks suggested so far.
             self._hooks_seen = True

@@ -220,8 +220,13 @@ class RebalanceRecorder:
         """Hook (consumer group protocol): a heartbeat sent ``latency_ms`` ago was answered (with the
         error name ``error``, if any) or, ``answered`` false, failed without an answer (``error`` why).
 
-        Written as a ``heartbeat`` event at its send time; feeds Java's heartbeat metrics.
+        Written as a ``heartbeat`` event at its send time; feeds Java's heartbeat metrics. A recorder
+        whose protocol was not given learns from it that the member is on the consumer protocol
+        (a consumer's first heartbeat comes before its first rebalance).
         """
+        if self.protocol != "consumer" and not self.protocol_given:
+            log.info("telemetry of %s: the consumer heartbeats on the consumer group protocol", self.member)
+            self.protocol = "consumer"
         latency = max(0.0, float(latency_ms))
         self.record("heartbeat", t=self.clock() - latency / 1000.0, lat=round(latency, 3),
                     error=None if error is None else str(error), answered=None if answered else False)

@@ -160,6 +160,28 @@ def test_recorder_hooks_write_reconcile_and_heartbeat_events() -> None:
     assert replayed == pytest.approx(m, nan_ok=True)
 
 
+def test_a_recorder_without_a_protocol_learns_it_from_the_first_heartbeat() -> None:
+    out: list[dict] = []
+    clock = Clock()
+    rec = RebalanceRecorder(out.append, member="m1", clock=clock)  # e.g. wrap_listener() without attach()
+    rec.subscribed(["t"])                                          # written as eager: nothing said yet
+    rec.heartbeat_completed(5.0)
+    rec.rebalance_started(1)
+    clock.t += 0.1
+    rec.rebalance_completed(True, 1)
+    rec.close()
+    assert rec.protocol == "consumer" and rec.labels["protocol"] == "consumer"
+    assert [o["ev"] for o in out if not o.get("inferred")] == ["subscribed", "heartbeat", "reconcile", "reconciled"]
+    m = rec.metrics()
+    assert list(m) == list(ALL_METRIC_NAMES) and m["heartbeat-total"] == 1
+    assert m["rebalance-total"] == 1 and m["rebalance-latency-max"] == pytest.approx(100.0)
+    replayed = metrics_from_events([Event.from_json(o) for o in out], now=clock.t)["m1"]
+    assert list(replayed) == list(ALL_METRIC_NAMES) and replayed["rebalance-latency-max"] == pytest.approx(100.0)
+    given = RebalanceRecorder(None, member="m2", protocol="cooperative")
+    given.heartbeat_completed(5.0)
+    assert given.protocol == "cooperative", "a protocol the application gave is kept"
+
+
 def test_recorder_writes_inferred_reconciliations_for_callback_only_consumers() -> None:
     out: list[dict] = []
     rec = RebalanceRecorder(out.append, member="m1", protocol="consumer", clock=Clock())
