@@ -28,7 +28,8 @@ from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupTiming", "Timeline", "RecordLedger", "KeyedStream", "DemoMember", "DemoGroup", "create_topic"]
+__all__ = ["GroupTiming", "Timeline", "RecordLedger", "KeyedStream", "DemoMember", "DemoGroup", "MemberFailed",
+           "create_topic"]
 
 #: Builds a consumer from AIOKafkaConsumer's keyword arguments (the class itself, or kassign's).
 ConsumerFactory = Callable[..., Any]
@@ -52,6 +53,15 @@ class GroupTiming:
             raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {self.heartbeat_ms} and {self.session_ms}")
         if self.commit_interval_s <= 0:
             raise ValueError(f"commit_interval_s must be positive, got {self.commit_interval_s!r}")
+
+
+class MemberFailed(RuntimeError):
+    """Members of a group stopped with an error nobody asked for; ``failures`` maps each one's name to its error."""
+
+    def __init__(self, group_id: str, failures: dict[str, BaseException]) -> None:
+        super().__init__(f"group {group_id}: member(s) failed: {failures}")
+        self.group_id = group_id
+        self.failures = failures
 
 
 class Timeline:
@@ -263,7 +273,9 @@ class DemoMember:
             auto_offset_reset="earliest",
         )
         self.consumer.subscribe([g.topic], listener=_Listener(self))
-        self.timeline.emit(self.name, "subscribed", topics=[g.topic])
+        # Which group protocol the member speaks (aiokafka's own consumer knows only the classic one).
+        self.timeline.emit(self.name, "subscribed", topics=[g.topic],
+                           group_protocol=getattr(self.consumer, "group_protocol", "classic"))
         await self.consumer.start()
         next_commit = time.monotonic() + g.timing.commit_interval_s
         try:
@@ -371,12 +383,12 @@ class DemoGroup:
 
     async def wait_settled(self, timeout: float, *, stable_for: float = 1.0) -> float:
         """Wait until :meth:`is_settled` has held for ``stable_for`` seconds; returns when it first
-        held (wall clock). Raises TimeoutError (describing the group) or RuntimeError when a member failed."""
+        held (wall clock). Raises TimeoutError (describing the group) or :class:`MemberFailed`."""
 
         def settled() -> bool:
             failed = self.failed_members()
             if failed:
-                raise RuntimeError(f"group {self.group_id}: member(s) failed: {failed}")
+                raise MemberFailed(self.group_id, failed)
             return self.is_settled()
 
         since = await wait_stable(settled, timeout, stable_for=stable_for)

@@ -28,7 +28,7 @@ from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DemoPlan", "FULL_PLAN", "QUICK_PLAN", "RunResult", "run_protocol"]
+__all__ = ["DemoPlan", "FULL_PLAN", "QUICK_PLAN", "RunResult", "demo_names", "run_protocol"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ class RunResult:
     ``name -> (start, end)`` the metrics are computed over, and the record counts.
 
     An ``interrupted`` run stopped during step ``interrupted_during``; its records were not
-    drained, so ``lost`` is None (not measured).
+    drained, so ``lost`` is None (not measured). ``group_protocol`` is the protocol the members
+    spoke; ``broker_group_type`` the group's type as the broker described it after the run (None
+    when not asked).
     """
 
     label: str
@@ -81,6 +83,14 @@ class RunResult:
     unsettled: list[str] = field(default_factory=list)
     interrupted: bool = False
     interrupted_during: str | None = None
+    group_protocol: str = "classic"
+    broker_group_type: str | None = None
+
+
+def demo_names(label: str, suffix: str | None = None) -> tuple[str, str]:
+    """(topic, group id) of a run: fresh ones per run (a random ``suffix`` unless given)."""
+    name = f"kassign-demo-{label}-{suffix or uuid.uuid4().hex[:8]}"
+    return name, name
 
 
 def _phases(marks: dict[str, float], end: float) -> dict[str, tuple[float, float]]:
@@ -101,14 +111,16 @@ async def run_protocol(
     *,
     tty: bool,
     on_interrupted: Callable[[RunResult], None] | None = None,
+    names: tuple[str, str] | None = None,
+    group_protocol: str = "classic",
 ) -> RunResult:
-    """Run the plan with members built by ``consumer_factory`` on a fresh topic and group.
+    """Run the plan with members built by ``consumer_factory`` on a fresh topic and group (``names``:
+    the (topic, group id) of :func:`demo_names`, chosen before when the group is configured first).
 
     Cancelled, it closes the group and the producer, passes the partial result to
     ``on_interrupted`` and lets the cancellation go on.
     """
-    suffix = uuid.uuid4().hex[:8]
-    topic, group_id = f"kassign-demo-{label}-{suffix}", f"kassign-demo-{label}-{suffix}"
+    topic, group_id = names if names is not None else demo_names(label)
     await create_topic(bootstrap, topic, plan.partitions)
     ledger = RecordLedger()
     group = DemoGroup(bootstrap, group_id, topic, plan.partitions, consumer_factory, protocol_name=label,
@@ -152,6 +164,7 @@ async def run_protocol(
             unsettled=list(unsettled),
             interrupted=interrupted,
             interrupted_during=interrupted_during,
+            group_protocol=group_protocol,
         )
 
     view_task = asyncio.create_task(view.run(), name="live-view")

@@ -92,12 +92,17 @@ def format_table(results: Sequence[RunResult]) -> str:
         if result.unsettled:
             lines.append(f"{'':<16} {result.title:<{width}} DID NOT SETTLE within the deadline: "
                          f"{', '.join(result.unsettled)}")
+    if any(result.broker_group_type for result in results):
+        for i, result in enumerate(results):
+            label = "group type" if i == 0 else ""
+            lines.append(f"{label:<16} {result.title:<{width}} {result.broker_group_type or 'not described'} "
+                         f"(the broker's description; members spoke {result.group_protocol})")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
     """Everything the table shows plus every phase's full metrics, JSON-ready (an interrupted run's
-    ``records.lost`` is null: not measured)."""
+    ``records.lost`` is null: not measured; ``broker_group_type`` is null when the broker was not asked)."""
     out: dict[str, Any] = {}
     for result in results:
         rows, per_phase = summarize(result)
@@ -110,6 +115,8 @@ def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
             "unsettled": list(result.unsettled),
             "interrupted": result.interrupted,
             "interrupted_during": result.interrupted_during,
+            "group_protocol": result.group_protocol,
+            "broker_group_type": result.broker_group_type,
             "marks": result.marks,
             "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "handovers": r.handovers,
                                "rounds": r.rounds,

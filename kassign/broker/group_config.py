@@ -1,0 +1,90 @@
+"""Per-group settings of a KIP-848 consumer group, and the group's type as the broker reports it
+(confluent-kafka's admin client: IncrementalAlterConfigs on a GROUP resource, ConsumerGroupDescribe).
+
+On the consumer group protocol the broker owns the session timeout and the heartbeat interval
+(``group.consumer.session.timeout.ms`` 45 s and ``group.consumer.heartbeat.interval.ms`` 5 s by
+default); a test, benchmark or demo shortens them for its own group only, as an operator would with
+``kafka-configs --entity-type groups``. The broker keeps each group's values within
+``group.consumer.min/max.session.timeout.ms`` and ``group.consumer.min/max.heartbeat.interval.ms``
+(minimums 45 s and 5 s by default); the brokers kassign starts allow down to 1 s and 100 ms
+(:data:`kassign.broker.kafka.TEST_SETTINGS`).
+
+Needs the ``confluent`` extra (confluent-kafka).
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GroupTimingRefused", "set_consumer_group_timing", "consumer_group_type", "BOUND_SETTINGS"]
+
+#: The broker settings bounding a group's own timing, with Kafka's defaults (the bounds refused values break).
+BOUND_SETTINGS: dict[str, int] = {
+    "group.consumer.min.session.timeout.ms": 45000,
+    "group.consumer.max.session.timeout.ms": 60000,
+    "group.consumer.min.heartbeat.interval.ms": 5000,
+    "group.consumer.max.heartbeat.interval.ms": 15000,
+}
+
+
+class GroupTimingRefused(RuntimeError):
+    """The broker refused a group's ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``;
+    ``out_of_bounds`` is True when it said the values are outside the cluster's bounds (INVALID_CONFIG),
+    False for any other refusal (a broker without group configs, missing authorization, ...)."""
+
+    def __init__(self, message: str, *, session_ms: int, heartbeat_ms: int, reason: str, out_of_bounds: bool) -> None:
+        super().__init__(message)
+        self.session_ms = session_ms
+        self.heartbeat_ms = heartbeat_ms
+        self.reason = reason
+        self.out_of_bounds = out_of_bounds
+
+
+def _admin(bootstrap: str):  # noqa: ANN202 - confluent_kafka is imported lazily
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int, heartbeat_ms: int,
+                              timeout: float = 20.0) -> None:
+    """Set ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of ``group_id``
+    (the group need not exist yet).
+
+    Raises :class:`GroupTimingRefused` when the broker refuses them (values outside its bounds, or a
+    broker without KIP-848 group configs), ValueError for ``heartbeat_ms`` not below ``session_ms``.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    if not 0 < heartbeat_ms < session_ms:
+        raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {heartbeat_ms} and {session_ms}")
+    resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
+        ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET),
+    ])
+    futures = _admin(bootstrap).incremental_alter_configs([resource], request_timeout=timeout)
+    for future in futures.values():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            reason = error.str() if error is not None else str(exc)
+            # INVALID_CONFIG is GroupConfig.validate's answer to values outside the group.consumer.* bounds.
+            bounds = error is not None and error.code() == KafkaError.INVALID_CONFIG
+            raise GroupTimingRefused(
+                f"the broker refused consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms="
+                f"{heartbeat_ms} for group {group_id}: {reason}",
+                session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason, out_of_bounds=bounds) from None
+    log.info("group %s: consumer session timeout %d ms, heartbeat interval %d ms", group_id, session_ms, heartbeat_ms)
+
+
+def consumer_group_type(bootstrap: str, group_id: str, *, timeout: float = 20.0) -> str:
+    """The group's type as the broker describes it: ``"consumer"`` (KIP-848), ``"classic"`` or ``"unknown"``
+    (a broker too old to say)."""
+    futures = _admin(bootstrap).describe_consumer_groups([group_id], request_timeout=timeout)
+    description = futures[group_id].result(timeout=timeout)
+    kind = getattr(description, "type", None)
+    return getattr(kind, "name", str(kind)).lower() if kind is not None else "unknown"
