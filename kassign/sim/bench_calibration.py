@@ -61,6 +61,9 @@ BENCH_RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-ben
 #: shown beside them because a rolling restart's ``settle_s`` is mostly the harness's schedule.
 BENCH_METRICS = ("unowned_ps", "settle_s", "moved")
 ALL_METRICS = (*BENCH_METRICS, "step_settle_s")
+#: The benchmark's members report progress and commit what they processed every 200 ms (its
+#: ``GroupTiming(progress_ms=200)``), at the first turn of their poll loop past each tick.
+BENCH_COMMIT_MS = 200.0
 #: Seeds of the members' batch times simulated per recorded run with processing (see
 #: :func:`simulated_bench_metrics`).
 DRAWS = 5
@@ -193,6 +196,7 @@ def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
         "session_timeout_ms": float(meta.get("session_ms", 1500)),
         "heartbeat_interval_ms": float(meta.get("heartbeat_ms", 250)),
         "rebalance_timeout_ms": float(meta.get("max_poll_ms", 30000)),
+        "commit_interval_ms": BENCH_COMMIT_MS,
         **processing_of(meta),
         **kafka44_presets(client, mode.group_protocol),
     }
@@ -269,7 +273,7 @@ def simulated_bench_metrics(run: BenchRun, config: SimConfig | None = None, *, d
     ``draws`` seeds of the members' batch times (the recorded members' own draws cannot be
     reproduced, so one simulated draw against one recorded run compares two dice)."""
     config = config or bench_config(run.meta, **overrides)
-    draws = draws if config.processing().busy else 1
+    draws = draws if config.processing().busy or config.latency_ms("heartbeat_lag_ms") > 0 else 1
     rows = []
     for draw in range(draws):
         result = simulate_bench(run, config, draw=draw)

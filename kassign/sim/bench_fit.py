@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 
 from kassign.sim.bench_calibration import BenchRun, CellComparison, bench_config, compare_cells
 
-__all__ = ["FITTED_LATENCIES", "FITTED_BY_CLIENT", "measured_spawn_ms", "cell_loss", "fit_loss", "fit_presets"]
+__all__ = ["FITTED_LATENCIES", "FITTED_BY_CLIENT", "measured_spawn_ms", "measured_heartbeat_lag_ms", "cell_loss",
+           "fit_loss", "fit_presets"]
 
 #: The latencies fitted, in the order a sweep visits them.
 FITTED_LATENCIES = ("startup_ms", "poll_ms", "revocation_ms", "assign_ms", "network_ms", "id_rejoin_ms")
@@ -52,6 +53,33 @@ def measured_spawn_ms(runs: Sequence[BenchRun]) -> float:
     if not delays:
         raise ValueError("no instant scale-in or rolling restart among the runs to measure spawn_ms on")
     return round(statistics.median(delays) * 1000, 1)
+
+
+def measured_heartbeat_lag_ms(runs: Sequence[BenchRun], reaction_ms: float) -> float:
+    """How late, per interval, the heartbeats of eager survivors of a crash among ``runs`` run: each
+    survivor revokes at the heartbeat that tells it of the crash, ``k`` intervals after its last assign
+    callback plus ``reaction_ms`` (heartbeat to revocation) plus ``k`` times the lateness; the median
+    over survivors of that lateness (ms)."""
+    lags: list[float] = []
+    for run in runs:
+        if run.meta.get("scenario") != "crash" or run.cell[2] != "eager":
+            continue
+        interval, trigger = float(run.meta.get("heartbeat_ms", 250)) / 1000, float(run.meta["triggers"][0])
+        assigned: dict[str, float] = {}
+        revoked: dict[str, float] = {}
+        for e in run.events():
+            if e.ev == "cb_assigned" and e.t < trigger:
+                assigned[e.id] = e.t
+            elif e.ev == "cb_revoked" and e.t > trigger:
+                revoked.setdefault(e.id, e.t)
+        for member, t in revoked.items():
+            waited = t - assigned[member]
+            k = round(waited / interval)
+            if k > 0:
+                lags.append(((waited - k * interval) * 1000 - reaction_ms) / k)
+    if not lags:
+        raise ValueError("no eager crash among the runs to measure heartbeat lateness on")
+    return round(statistics.median(lags), 2)
 
 
 def _log_ratio(simulated: float, recorded: float, floor: float) -> float:

@@ -98,6 +98,10 @@ class Coordinator:
         """Whether no rebalance is in flight on the broker side."""
         raise NotImplementedError
 
+    def offset_commit(self, member: GroupMember, arrived: float) -> None:
+        """An OffsetCommit from ``member`` that reached the coordinator at ``arrived`` (at most now).
+        Only its effect on the member's session is modelled; by default it has none."""
+
     def _reply_join(self, member: GroupMember, response: JoinResponse) -> None:
         self.loop.after(self.network_s, member.on_join_response, response)
 
@@ -293,6 +297,18 @@ class KafkaCoordinator(Coordinator):
             return
         log.debug("t=%.3f session of %s expired", self.loop.now, member_id)
         self._remove(member_id)
+
+    def offset_commit(self, member: GroupMember, arrived: float) -> None:
+        """An OffsetCommit keeps a classic member's session alive while the group is Stable or
+        PreparingRebalance (``OffsetMetadataManager.commitOffset``: "In the old consumer group
+        protocol, the offset commits maintain the session"), so a crashed member's session ends a
+        session timeout after its last heartbeat or commit, whichever came later."""
+        state = self.members.get(member.id)
+        if state is None or self.state not in ("Stable", "PreparingRebalance"):
+            return
+        state.last_seen = max(state.last_seen, arrived)
+        if state.expiry is None:
+            self._touch(state)
 
     def leave(self, member: GroupMember) -> None:
         """LeaveGroup: the member goes at once (no session timeout); the others learn of it only

@@ -32,6 +32,14 @@ has joined (the application's last synchronous commit is held until the round is
 member told to stop while its JoinGroup is parked takes part in that round before it leaves. How long batches take is
 :class:`~kassign.sim.processing.Processing`'s; each member draws from its own seeded generator.
 
+Two refinements are off unless set (:class:`~kassign.sim.bench_harness.BenchSimulation` sets them
+from its config): ``heartbeat_lag_s``, the mean lateness of each heartbeat (a heartbeat timer that
+wakes a little late each interval, so members that synced together drift apart by a few milliseconds
+over a few seconds, and a departure can land between their heartbeats: some hear of it one interval
+after the others); and ``commit_interval_s``, the application's periodic OffsetCommit, which keeps a
+classic member's session alive as a heartbeat does (a crashed member's session ends one session
+timeout after its last heartbeat *or* commit).
+
 kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
 heartbeat wait before a cooperative follow-up rebalance: a kassign leader whose assignor withholds
 partitions marks every assignment, and a marked member rejoins right after its revocations.
@@ -119,7 +127,17 @@ class SimMember:
         # The poll loop: what the application consumes (callbacks done), and when its batch ends.
         self.consuming: set[TopicPartition] = set()
         self._batch_end: float | None = None
+        self._batch_start: float | None = None  # when the batch in hand began
+        self._batch_chained = False  # ... right as the one before it ended (not from an idle poll)
         self._closing = False
+        self._subscribed_at: float | None = None
+        #: Mean lateness of a heartbeat (seconds), and the application's commit interval (None: no
+        #: periodic commits); see the module docstring.
+        self.heartbeat_lag_s = 0.0
+        self.commit_interval_s: float | None = None
+        # Heartbeat lateness from a generator of its own, seeded from the batches' one without
+        # drawing from it, so that the batch times stay the same with or without it.
+        self._hb_rng = random.Random(hash(self._rng.getstate()))
 
     @property
     def owned(self) -> frozenset[TopicPartition]:
@@ -133,6 +151,7 @@ class SimMember:
         if not partitions:
             self._batch_end = None
         elif was_idle:
+            self._batch_start, self._batch_chained = self.ctx.loop.now, False
             self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
 
     def _at_poll(self) -> float:
@@ -142,6 +161,7 @@ class SimMember:
         if self._batch_end is None or not self.processing.busy:
             return now
         while self._batch_end < now - 1e-9:
+            self._batch_start, self._batch_chained = self._batch_end, True
             self._batch_end += self.processing.sample_s(self._rng)
         return self._batch_end
 
@@ -160,6 +180,7 @@ class SimMember:
     def start(self) -> None:
         """The consumer subscribes and, after starting up, sends its first JoinGroup."""
         self.state = "unjoined"
+        self._subscribed_at = self.ctx.loop.now
         self.ctx.emit(self.name, "subscribed")
         self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("startup_ms"), self._rejoin)
 
@@ -201,10 +222,34 @@ class SimMember:
         """The process dies: no callbacks, no LeaveGroup; the broker finds out from the session timeout."""
         if self.state == "down":
             return
+        last_commit = self._last_commit_t()
         self._stop()
         self.core.lose_all()
         self._set_consuming(set())
         self.ctx.emit(self.name, "crash")
+        if last_commit is not None:
+            arrival = last_commit + self.ctx.latency("network_ms")
+            self.ctx.loop.at(arrival, self.ctx.coordinator.offset_commit, self, arrival, background=True)
+
+    def _last_commit_t(self) -> float | None:
+        """When the application's last periodic OffsetCommit left (None: none yet, or it commits
+        none). Like the benchmark's members, it commits at the first turn of its poll loop at or past
+        each tick (``commit_interval_s`` apart from subscribing): on the tick when its loop is idle or
+        batches are instant, at the end of every batch when batches outlast a tick.
+
+        Commits matter to the broker only once heartbeats stop, so a member reports its last one when
+        it dies instead of the simulation sending every one (an event per batch and member)."""
+        interval, start = self.commit_interval_s, self._subscribed_at
+        now = self.ctx.loop.now
+        if not interval or start is None or now < start + interval:
+            return None
+        if self.consuming and self.processing.busy and self._batch_end is not None:
+            self._at_poll()  # brings the batch in hand up to now
+            began = self._batch_start if self._batch_start is not None else now
+            if self._batch_chained and began >= start + interval:
+                return began  # the batch before it ended past a tick: it committed then
+            now = began  # it polled idle before this batch: the last tick before it began
+        return start + interval * (1 + int((now - start - interval) / interval))
 
     def change_subscription(self, topics: Iterable[str]) -> None:
         """``consumer.subscribe(topics)``: rejoin at the next poll."""
@@ -354,7 +399,7 @@ class SimMember:
             ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name, follow_up=True)
         else:
             ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name)
-        self._schedule_heartbeat(ctx.loop.now + ctx.heartbeat_s)
+        self._schedule_heartbeat(ctx.loop.now + self._heartbeat_period_s())
         if outcome.reschedule:
             ctx.loop.cancel(self._scheduled_rejoin)
             self._scheduled_rejoin = None
@@ -430,7 +475,14 @@ class SimMember:
             return
         ctx = self.ctx
         ctx.loop.after(ctx.latency("network_ms"), ctx.coordinator.heartbeat, self, self.generation, background=True)
-        self._schedule_heartbeat(ctx.loop.now + ctx.heartbeat_s)
+        self._schedule_heartbeat(ctx.loop.now + self._heartbeat_period_s())
+
+    def _heartbeat_period_s(self) -> float:
+        """The heartbeat interval plus this heartbeat's lateness: uniform from 0 to twice
+        ``heartbeat_lag_s`` (a timer that wakes late, a busy loop), drawn per heartbeat."""
+        if self.heartbeat_lag_s <= 0:
+            return self.ctx.heartbeat_s
+        return self.ctx.heartbeat_s + self._hb_rng.uniform(0.0, 2 * self.heartbeat_lag_s)
 
     def on_heartbeat_response(self, error: str | None) -> None:
         """REBALANCE_IN_PROGRESS: rejoin when this client's loop gets to it; fenced: partitions lost, rejoin."""
