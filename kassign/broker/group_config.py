@@ -18,7 +18,8 @@ import logging
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupTimingRefused", "set_consumer_group_timing", "consumer_group_type", "BOUND_SETTINGS"]
+__all__ = ["GroupConfigError", "GroupTimingRefused", "set_consumer_group_timing", "consumer_group_type",
+           "BOUND_SETTINGS"]
 
 #: The broker settings bounding a group's own timing, with Kafka's defaults (the bounds refused values break).
 BOUND_SETTINGS: dict[str, int] = {
@@ -29,16 +30,24 @@ BOUND_SETTINGS: dict[str, int] = {
 }
 
 
-class GroupTimingRefused(RuntimeError):
-    """The broker refused a group's ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``;
-    ``out_of_bounds`` is True when it said the values are outside the cluster's bounds (INVALID_CONFIG),
-    False for any other refusal (a broker without group configs, missing authorization, ...)."""
+class GroupConfigError(RuntimeError):
+    """Setting a group's ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` failed;
+    ``reason`` is the client's or the broker's word. This class itself: no answer (timeout, transport)."""
 
-    def __init__(self, message: str, *, session_ms: int, heartbeat_ms: int, reason: str, out_of_bounds: bool) -> None:
+    def __init__(self, message: str, *, session_ms: int, heartbeat_ms: int, reason: str) -> None:
         super().__init__(message)
         self.session_ms = session_ms
         self.heartbeat_ms = heartbeat_ms
         self.reason = reason
+
+
+class GroupTimingRefused(GroupConfigError):
+    """The broker refused the values; ``out_of_bounds`` is True when it said they are outside the
+    cluster's bounds (INVALID_CONFIG), False for any other refusal (a broker without group configs,
+    missing authorization, ...)."""
+
+    def __init__(self, message: str, *, session_ms: int, heartbeat_ms: int, reason: str, out_of_bounds: bool) -> None:
+        super().__init__(message, session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason)
         self.out_of_bounds = out_of_bounds
 
 
@@ -54,7 +63,8 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
     (the group need not exist yet).
 
     Raises :class:`GroupTimingRefused` when the broker refuses them (values outside its bounds, or a
-    broker without KIP-848 group configs), ValueError for ``heartbeat_ms`` not below ``session_ms``.
+    broker without KIP-848 group configs), :class:`GroupConfigError` when no answer came, ValueError
+    for ``heartbeat_ms`` not below ``session_ms``.
     """
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
@@ -65,26 +75,31 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
         ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
         ConfigEntry("consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET),
     ])
-    futures = _admin(bootstrap).incremental_alter_configs([resource], request_timeout=timeout)
+    admin = _admin(bootstrap)  # held until the answer: a collected client destroys its handle mid-request
+    futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
+    values = f"consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms={heartbeat_ms}"
     for future in futures.values():
         try:
             future.result(timeout=timeout)
         except KafkaException as exc:
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             reason = error.str() if error is not None else str(exc)
+            if error is None or error.code() < 0:  # librdkafka's own (negative) codes: no broker answered
+                raise GroupConfigError(f"setting {values} for group {group_id} failed: {reason}",
+                                       session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason) from None
             # INVALID_CONFIG is GroupConfig.validate's answer to values outside the group.consumer.* bounds.
-            bounds = error is not None and error.code() == KafkaError.INVALID_CONFIG
             raise GroupTimingRefused(
-                f"the broker refused consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms="
-                f"{heartbeat_ms} for group {group_id}: {reason}",
-                session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason, out_of_bounds=bounds) from None
+                f"the broker refused {values} for group {group_id}: {reason}", session_ms=session_ms,
+                heartbeat_ms=heartbeat_ms, reason=reason, out_of_bounds=error.code() == KafkaError.INVALID_CONFIG,
+            ) from None
     log.info("group %s: consumer session timeout %d ms, heartbeat interval %d ms", group_id, session_ms, heartbeat_ms)
 
 
 def consumer_group_type(bootstrap: str, group_id: str, *, timeout: float = 20.0) -> str:
     """The group's type as the broker describes it: ``"consumer"`` (KIP-848), ``"classic"`` or ``"unknown"``
     (a broker too old to say)."""
-    futures = _admin(bootstrap).describe_consumer_groups([group_id], request_timeout=timeout)
+    admin = _admin(bootstrap)  # held until the answer (see above)
+    futures = admin.describe_consumer_groups([group_id], request_timeout=timeout)
     description = futures[group_id].result(timeout=timeout)
     kind = getattr(description, "type", None)
     return getattr(kind, "name", str(kind)).lower() if kind is not None else "unknown"

@@ -118,12 +118,15 @@ def _check_consumer_protocol(args: argparse.Namespace) -> None:
 
 def _configure_group(bootstrap: str, group_id: str, session_ms: int, heartbeat_ms: int) -> None:
     """Give the KIP-848 group the classic runs' timing (the broker owns it there); a refusal is one line."""
-    from kassign.broker.group_config import GroupTimingRefused, set_consumer_group_timing
+    from kassign.broker.group_config import GroupConfigError, GroupTimingRefused, set_consumer_group_timing
 
     try:
         set_consumer_group_timing(bootstrap, group_id, session_ms=session_ms, heartbeat_ms=heartbeat_ms, timeout=10.0)
-    except GroupTimingRefused as exc:
+    except GroupConfigError as exc:
         values = f"consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms={heartbeat_ms}"
+        if not isinstance(exc, GroupTimingRefused):
+            raise CLIError(f"setting {values} for the KIP-848 group at {bootstrap} failed ({exc.reason})",
+                           "check that the cluster answers; demo.log in --out has the details", EXIT_RUNTIME) from None
         if exc.out_of_bounds:
             raise CLIError(
                 f"the cluster at {bootstrap} refused {values} for the KIP-848 group ({exc.reason})",
@@ -295,7 +298,7 @@ def _run(args: argparse.Namespace, out_dir: Path, results: list) -> None:
     stream = sys.stdout
     tty = stream.isatty()
     # The clients' own INFO logs would drown the view: they go to demo.log (WARNING and up).
-    for noisy in ("aiokafka", "kassign.adapters", "kassign.demo.group"):
+    for noisy in ("aiokafka", "kassign.adapters", "kassign.membership", "kassign.demo.group"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_logs_to_file(out_dir / "demo.log", quiet_console=tty))

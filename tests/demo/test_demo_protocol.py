@@ -261,3 +261,16 @@ def test_integration_reuses_the_packages_group_config():
     from integration import group_config as shim
 
     assert shim.set_consumer_group_timing is group_config.set_consumer_group_timing
+
+
+def test_no_answer_is_not_called_a_refusal(monkeypatch):
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka import KafkaError
+
+    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: _refuse(KafkaError._TIMED_OUT, "Timed out"))
+    with pytest.raises(group_config.GroupConfigError) as caught:
+        group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
+    assert not isinstance(caught.value, group_config.GroupTimingRefused)
+    with pytest.raises(CLIError, match="failed .Timed out") as error:
+        cli._configure_group("b:9092", "g", 1500, 250)
+    assert "4.0" not in f"{error.value.what} {error.value.todo}"
