@@ -440,9 +440,10 @@ class GroupDriver:
     def thaw_member(self, member_id: str) -> float:
         """Resume a member frozen by :meth:`freeze_member` (SIGCONT); records a ``thaw`` event and returns its time."""
         m = self._member(member_id)
+        # Taken before the signal: a resumed member may act (and report it) before this line runs on.
+        at = time.time()
         m.proc.send_signal(signal.SIGCONT)
         m.frozen = False
-        at = time.time()
         self._timeline.add(Event(member_id, at, "thaw"))
         log.info("thawed member %s", member_id)
         return at

@@ -7,7 +7,7 @@ import time
 
 log = logging.getLogger(__name__)
 
-__all__ = ["create_topic", "wait_for_partitions", "partition_count"]
+__all__ = ["create_topic", "delete_topic", "wait_for_partitions", "partition_count"]
 
 
 def _admin(bootstrap: str):
@@ -50,6 +50,20 @@ def create_topic(bootstrap: str, topic: str, partitions: int, *, replication_fac
     wait_for_partitions(bootstrap, topic, partitions, timeout)
     log.info("created topic %s with %d partitions", topic, partitions)
     return topic
+
+
+def delete_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
+    """Delete ``topic`` and wait until metadata no longer shows it."""
+    admin = _admin(bootstrap)
+    admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+        if meta is None or meta.error is not None:
+            log.info("deleted topic %s", topic)
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {topic!r} still listed {timeout}s after its deletion")
 
 
 def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:

@@ -31,6 +31,7 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
+from integration.topics import create_topic, delete_topic  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.consumer_group_coordinator import GroupProtocolError  # noqa: E402
 
@@ -330,3 +331,79 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
     assert owned == {TP(first, 0), TP(first, 1), TP(second, 0)}
     assert all(tp.topic != other for _, parts in calls for tp in parts)
     assert regex == f"{prefix}-.*"
+
+
+def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(bootstrap_servers, group_id,
+                                                                                topic_factory):
+    """A subscribed topic deleted: the broker drops its partitions from the target and the member
+    revokes them (still named: the member knows the names of what it owns, metadata no longer does).
+    Back under the same name -- created again, or auto-created by a client's metadata request, as
+    Kafka's default ``auto.create.topics.enable`` allows -- it has a new topic id: the member names it
+    with Metadata, is assigned its partitions and reads them from offset 0 (neither its old positions
+    nor the offsets committed for the deleted topic carry over)."""
+    from confluent_kafka import KafkaException, Producer
+
+    from integration.topics import partition_count
+
+    keep, doomed = topic_factory(2), topic_factory(2)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=300)
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+
+    def produce(topic: str, partitions: int, tag: str) -> None:
+        for p in range(partitions):
+            for i in range(3):
+                producer.produce(topic, value=f"{tag}-{p}-{i}".encode(), partition=p)
+        producer.flush(10)
+
+    def recreate(topic: str) -> int:
+        """Create ``topic`` again unless a client's metadata request already has; its partition count."""
+        try:
+            create_topic(bootstrap_servers, topic, 2)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+        return partition_count(bootstrap_servers, topic)
+
+    async def consume_until(consumer, done, seen, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}")
+            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+                seen.extend((tp, r.offset, r.value.decode()) for r in records)
+
+    gone = {TP(doomed, 0), TP(doomed, 1)}
+
+    async def scenario():
+        listener = Calls()
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
+                                       group_protocol="consumer", metadata_max_age_ms=1000,
+                                       auto_offset_reset="earliest", enable_auto_commit=False)
+        consumer.subscribe([keep, doomed], listener=listener)
+        await consumer.start()
+        produce(doomed, 2, "old")
+        seen: list = []
+        await consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
+        await consumer.commit()  # offsets 3 for the old topic's partitions
+        mark = len(listener.calls)
+        delete_topic(bootstrap_servers, doomed)
+        await consume_until(consumer, lambda: any(kind == "revoked" and gone <= parts
+                                                  for kind, parts in listener.calls[mark:]), seen,
+                            "deleted topic revoked")
+        partitions = recreate(doomed)
+        produce(doomed, partitions, "new")
+        await consume_until(consumer, lambda: sum(v.startswith("new") for _, _, v in seen) == 3 * partitions, seen,
+                            "recreated topic's records")
+        final = consumer.assignment()
+        await consumer.stop()
+        return listener.calls[mark:], seen, final, partitions
+
+    calls, seen, final, partitions = asyncio.run(scenario())
+    assert not any(kind == "lost" for kind, _ in calls), calls
+    revoked_at = next(i for i, (kind, parts) in enumerate(calls) if kind == "revoked" and gone <= parts)
+    back = {TP(doomed, p) for p in range(partitions)}
+    assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1:]), calls
+    new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
+    assert new == [(p, i) for p in range(partitions) for i in range(3)], "the topic back is read from offset 0"
+    assert final == {TP(keep, 0), TP(keep, 1)} | back
+    print(f"\nKIP-848: deleted topic revoked; back with {partitions} partition(s) under a new id, read from offset 0")
