@@ -137,3 +137,14 @@ def test_a_member_that_closes_without_a_revoke_callback_loses_its_partitions_whe
               Event("b", 10.5, "cb_revoked", [t2]), Event("b", 11.0, "cb_assigned", [t0, t1, t2])]
     m = phase_metrics(events, 9.0)
     assert m.unowned_ps == pytest.approx(2 * 0.8 + 0.5) and m.window_s == pytest.approx(0.8)
+
+
+def test_heartbeats_of_a_kip848_recording_do_not_hide_its_phases() -> None:
+    """A KIP-848 member's telemetry writes a ``heartbeat`` event every interval; the quiet stretch
+    that opens a phase must still be seen through them."""
+    from kassign.timeline.metrics import detect_phases
+
+    events = [ev("m1", 0.0, "subscribed"), ev("m1", 0.1, "cb_assigned", [0, 1])]
+    events += [ev("m1", 0.2 + 0.25 * i, "heartbeat", lat=2.0) for i in range(40)]
+    events += [ev("m2", 5.0, "subscribed"), ev("m1", 5.3, "cb_revoked", [1]), ev("m2", 5.5, "cb_assigned", [1])]
+    assert list(detect_phases(sorted(events, key=lambda e: e.t))) == ["initial", "1:scale_out"]
