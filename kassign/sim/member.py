@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kassign.membership import ClassicMember, InvalidAssignment, SyncOutcome
 from kassign.membership.classic import FENCING_ERRORS
 from kassign.model import Assignment, RebalanceProtocol, Subscription, TopicPartition
+from kassign.sim.poll_loop import PollLoop
 from kassign.sim.processing import Processing
 
 if TYPE_CHECKING:
@@ -108,8 +109,8 @@ class SimMember:
         self.instance_id = instance_id
         self.client = client
         self.core = ClassicMember(ctx.protocol, fast_follow_up=fast_follow_up)
-        self.processing = processing or Processing()
-        self._rng = rng or random.Random(self.id)
+        # The poll loop: what the application consumes (callbacks done), and when its batch ends.
+        self.poll = PollLoop(ctx.loop, processing or Processing(), rng or random.Random(self.id))
         self.state = "down"  # down, unjoined, joining, syncing, stable
         self.generation = -1  # of the last SyncGroup answered, -1 once fenced
         self.next_heartbeat_t: float | None = None
@@ -124,11 +125,6 @@ class SimMember:
         self._rejoin_timer: Timer | None = None
         self._heartbeat_timer: Timer | None = None
         self._scheduled_rejoin: Timer | None = None
-        # The poll loop: what the application consumes (callbacks done), and when its batch ends.
-        self.consuming: set[TopicPartition] = set()
-        self._batch_end: float | None = None
-        self._batch_start: float | None = None  # when the batch in hand began
-        self._batch_chained = False  # ... right as the one before it ended (not from an idle poll)
         self._closing = False
         self._subscribed_at: float | None = None
         #: Mean lateness of a heartbeat (seconds), and the application's commit interval (None: no
@@ -137,44 +133,28 @@ class SimMember:
         self.commit_interval_s: float | None = None
         # Heartbeat lateness from a generator of its own, seeded from the batches' one without
         # drawing from it, so that the batch times stay the same with or without it.
-        self._hb_rng = random.Random(hash(self._rng.getstate()))
+        self._hb_rng = random.Random(hash(self.poll.rng.getstate()))
 
     @property
     def owned(self) -> frozenset[TopicPartition]:
         """What the member owns by the group's rules (its callbacks may still be pending)."""
         return self.core.owned
 
+    @property
+    def consuming(self) -> set[TopicPartition]:
+        """What the application consumes now (its callbacks done)."""
+        return self.poll.consuming
+
     # -- the poll loop -------------------------------------------------------------------------
-    def _set_consuming(self, partitions: set[TopicPartition]) -> None:
-        was_idle = not self.consuming
-        self.consuming = partitions
-        if not partitions:
-            self._batch_end = None
-        elif was_idle:
-            self._batch_start, self._batch_chained = self.ctx.loop.now, False
-            self._batch_end = self.ctx.loop.now + self.processing.sample_s(self._rng)
-
-    def _at_poll(self) -> float:
-        """When the poll loop is next inside ``poll()``: now if it is there (no batch in hand, or the
-        batch ends now), else once the batch in hand is done."""
-        now = self.ctx.loop.now
-        if self._batch_end is None or not self.processing.busy:
-            return now
-        while self._batch_end < now - 1e-9:
-            self._batch_start, self._batch_chained = self._batch_end, True
-            self._batch_end += self.processing.sample_s(self._rng)
-        return self._batch_end
-
     def _stay_in_poll(self, until: float) -> None:
         """Callbacks run inside ``poll()`` (Java, librdkafka): the next batch starts after them."""
-        if self.client != "aiokafka" and self._batch_end is not None and self.processing.busy:
-            self._batch_end = max(self._at_poll(), until)
+        if self.client != "aiokafka":
+            self.poll.hold_until(until)
 
     def _when_polling(self, fn: Callable[..., Any], *args: Any, latency: bool = True) -> Timer:
         """Run ``fn`` at the next ``poll()``, plus the loop's own latency to act on what its heartbeat
         learnt (``latency``; an event queued for ``poll()`` wakes an idle one at once)."""
-        delay = self._at_poll() - self.ctx.loop.now + (self.ctx.latency("poll_ms") if latency else 0.0)
-        return self.ctx.loop.after(delay, fn, *args)
+        return self.poll.at_next_poll(fn, *args, extra_s=self.ctx.latency("poll_ms") if latency else 0.0)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -190,7 +170,7 @@ class SimMember:
         if self.state == "down" or self._closing:
             return
         self._closing = True
-        self.ctx.loop.after(self._at_poll() - self.ctx.loop.now, self._close_now)
+        self.poll.at_next_poll(self._close_now)
 
     def _close_now(self) -> None:
         if self.state == "down":
@@ -213,7 +193,7 @@ class SimMember:
             ctx.emit(self.name, "cb_revoked", departure.revoked)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
-        self._set_consuming(set())
+        self.poll.set_consuming(set())
         if self.instance_id is None:
             ctx.loop.after(delay + ctx.latency("network_ms"), ctx.coordinator.leave, self)
         ctx.loop.after(delay + 2 * ctx.latency("network_ms"), ctx.emit, self.name, "closed")
@@ -225,7 +205,7 @@ class SimMember:
         last_commit = self._last_commit_t()
         self._stop()
         self.core.lose_all()
-        self._set_consuming(set())
+        self.poll.set_consuming(set())
         self.ctx.emit(self.name, "crash")
         if last_commit is not None:
             arrival = last_commit + self.ctx.latency("network_ms")
@@ -243,10 +223,11 @@ class SimMember:
         now = self.ctx.loop.now
         if not interval or start is None or now < start + interval:
             return None
-        if self.consuming and self.processing.busy and self._batch_end is not None:
-            self._at_poll()  # brings the batch in hand up to now
-            began = self._batch_start if self._batch_start is not None else now
-            if self._batch_chained and began >= start + interval:
+        poll = self.poll
+        if poll.consuming and poll.processing.busy and poll.batch_end is not None:
+            poll.next_poll()  # brings the batch in hand up to now
+            began = poll.batch_start if poll.batch_start is not None else now
+            if poll.batch_chained and began >= start + interval:
                 return began  # the batch before it ended past a tick: it committed then
             now = began  # it polled idle before this batch: the last tick before it began
         return start + interval * (1 + int((now - start - interval) / interval))
@@ -301,12 +282,12 @@ class SimMember:
             self._skip_join_backoff = True  # librdkafka rejoins at once once it has unassigned
         if preparation.revoked:
             ctx.emit(self.name, "cb_revoked", preparation.revoked)
-            self._set_consuming(self.consuming - gone)
+            self.poll.set_consuming(self.consuming - gone)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
             ctx.loop.after(delay, self._send_join)
         else:
-            self._set_consuming(self.consuming - gone)
+            self.poll.set_consuming(self.consuming - gone)
             self._send_join()
 
     def _send_join(self) -> None:
@@ -420,7 +401,7 @@ class SimMember:
         ctx = self.ctx
         if outcome.revoked:
             ctx.emit(self.name, "cb_revoked", outcome.revoked)
-            self._set_consuming(self.consuming - outcome.revoked)
+            self.poll.set_consuming(self.consuming - outcome.revoked)
             delay = ctx.latency("revocation_ms")
             self._stay_in_poll(ctx.loop.now + delay)
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
@@ -431,7 +412,7 @@ class SimMember:
     def _assigned(self, outcome: SyncOutcome) -> None:
         if self.state == "down":
             return
-        self._set_consuming((self.consuming - outcome.revoked) | outcome.added)
+        self.poll.set_consuming((self.consuming - outcome.revoked) | outcome.added)
         self.ctx.emit(self.name, "cb_assigned", outcome.added)
         self._callbacks_pending = False
         if outcome.rejoin is not None:

@@ -24,31 +24,35 @@ class PollLoop:
         self.processing = processing
         self.rng = rng
         self.consuming: set[TopicPartition] = set()
-        self._batch_end: float | None = None
+        self.batch_end: float | None = None  # when the batch in hand ends (None: idle)
+        self.batch_start: float | None = None  # when the batch in hand began
+        self.batch_chained = False  # ... right as the one before it ended (not from an idle poll)
 
     def set_consuming(self, partitions: set[TopicPartition]) -> None:
         """The partitions the application consumes from now on (a first one starts a batch)."""
         was_idle = not self.consuming
         self.consuming = partitions
         if not partitions:
-            self._batch_end = None
+            self.batch_end = None
         elif was_idle:
-            self._batch_end = self.loop.now + self.processing.sample_s(self.rng)
+            self.batch_start, self.batch_chained = self.loop.now, False
+            self.batch_end = self.loop.now + self.processing.sample_s(self.rng)
 
     def next_poll(self) -> float:
         """When the loop is next inside ``poll()``: now if it is there (no batch in hand, or the batch
         ends now), else once the batch in hand is done."""
         now = self.loop.now
-        if self._batch_end is None or not self.processing.busy:
+        if self.batch_end is None or not self.processing.busy:
             return now
-        while self._batch_end < now - 1e-9:
-            self._batch_end += self.processing.sample_s(self.rng)
-        return self._batch_end
+        while self.batch_end < now - 1e-9:
+            self.batch_start, self.batch_chained = self.batch_end, True
+            self.batch_end += self.processing.sample_s(self.rng)
+        return self.batch_end
 
     def hold_until(self, until: float) -> None:
         """Callbacks running inside ``poll()`` until ``until``: the next batch starts after them."""
-        if self._batch_end is not None and self.processing.busy:
-            self._batch_end = max(self.next_poll(), until)
+        if self.batch_end is not None and self.processing.busy:
+            self.batch_end = max(self.next_poll(), until)
 
     def at_next_poll(self, fn: Callable[..., Any], *args: Any, extra_s: float = 0.0) -> Timer:
         """Run ``fn(*args)`` at the next ``poll()``, ``extra_s`` later."""

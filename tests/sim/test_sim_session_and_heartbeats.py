@@ -77,12 +77,12 @@ def _group(processing: Processing) -> Simulation:
 def test_heartbeat_lateness_spreads_members_without_touching_their_batches() -> None:
     sim = _group(Processing(250.0, 750.0))
     one, two = sim.start_member(), sim.start_member()
-    before = [m._rng.getstate() for m in (one, two)]
+    before = [m.poll.rng.getstate() for m in (one, two)]
     for member in (one, two):
         member.heartbeat_lag_s = 0.001
     periods = [one._heartbeat_period_s() - sim.heartbeat_s for _ in range(200)]
     assert all(0.0 <= p <= 0.002 for p in periods) and 0.0008 < sum(periods) / len(periods) < 0.0012
-    assert [m._rng.getstate() for m in (one, two)] == before  # batch draws untouched
+    assert [m.poll.rng.getstate() for m in (one, two)] == before  # batch draws untouched
     assert one._heartbeat_period_s() != two._heartbeat_period_s()  # each member its own lateness
 
 
@@ -104,5 +104,5 @@ def test_the_last_periodic_commit_of_an_instant_and_of_a_busy_member() -> None:
     busy.loop.run(3.0, lambda: False)
     assert member.consuming
     last = member._last_commit_t()
-    assert member._batch_chained and last == member._batch_start  # as its last batch ended
+    assert member.poll.batch_chained and last == member.poll.batch_start  # as its last batch ended
     assert 3.0 - 0.75 <= last <= 3.0

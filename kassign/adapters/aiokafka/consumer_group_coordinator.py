@@ -608,24 +608,22 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
 
     def _fetch_error(self, code: int) -> Errors.KafkaError:
         """An OffsetFetch error as aiokafka's fetch loop expects it: retriable ones are retried."""
-        name = ERROR_NAMES.get(code)
-        if name == "STALE_MEMBER_EPOCH":
-            self._heartbeat_wake.set()  # learn the current epoch, then fetch again
-            return StaleMemberEpochFetch(f"group {self.group_id}: OffsetFetch with a stale member epoch")
-        if name == "UNKNOWN_MEMBER_ID":
-            return Errors.UnknownMemberIdError(self.group_id)
-        if name in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
-            self.coordinator_dead()
-        if code == Errors.GroupAuthorizationFailedError.errno:
-            return Errors.GroupAuthorizationFailedError(self.group_id)
-        return Errors.for_code(code)()
+        return self._member_request_error(
+            code, StaleMemberEpochFetch(f"group {self.group_id}: OffsetFetch with a stale member epoch"))
 
     def _commit_error(self, topic: str, partition: int, code: int) -> Errors.KafkaError:
+        log.error("group %s: committing %s-%s failed: %s", self.group_id, topic, partition,
+                  ERROR_NAMES.get(code) or code)
+        return self._member_request_error(
+            code, StaleMemberEpochError(f"group {self.group_id}: {topic}-{partition}: stale member epoch"))
+
+    def _member_request_error(self, code: int, stale: Errors.KafkaError) -> Errors.KafkaError:
+        """The error of a request that carried this member's epoch (OffsetCommit, OffsetFetch):
+        ``stale`` for STALE_MEMBER_EPOCH (and the heartbeat goes at once, to learn the current epoch)."""
         name = ERROR_NAMES.get(code)
-        log.error("group %s: committing %s-%s failed: %s", self.group_id, topic, partition, name or code)
         if name == "STALE_MEMBER_EPOCH":
-            self._heartbeat_wake.set()  # learn the current epoch
-            return StaleMemberEpochError(f"group {self.group_id}: {topic}-{partition}: stale member epoch")
+            self._heartbeat_wake.set()
+            return stale
         if name == "UNKNOWN_MEMBER_ID":
             return Errors.UnknownMemberIdError(self.group_id)
         if name in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
