@@ -1,7 +1,8 @@
 """``python -m kassign.sim.bench_cli``: the simulator's calibration on the Apache Kafka 4.4
 benchmark recordings from the command line -- recorded vs simulated medians per cell
 (:mod:`kassign.sim.bench_calibration`), a refit of the presets (:mod:`kassign.sim.bench_fit`), or
-the markdown report."""
+the markdown report; ``--protocol consumer`` does the same for the KIP-848 model
+(:mod:`kassign.sim.bench_consumer_protocol`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ from kassign.sim.bench_calibration import (
     report,
     summary,
 )
+from kassign.sim.bench_consumer_protocol import (
+    KIP848_RECORDINGS,
+    compare_consumer_protocol,
+    consumer_protocol_report,
+    consumer_protocol_runs,
+    fit_consumer_presets,
+)
 from kassign.sim.bench_fit import FITTED_BY_CLIENT, fit_presets
 from kassign.sim.config import KAFKA44_PRESETS
 
@@ -31,15 +39,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
     presets on them first and print those; ``--report FILE``: write the calibration report)."""
     ap = argparse.ArgumentParser(prog="python -m kassign.sim.bench_cli", description=main.__doc__)
-    ap.add_argument("--root", type=Path, default=BENCH_RECORDINGS)
+    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
+                    help="calibrate the classic model (default) or the KIP-848 one (consumer-protocol runs)")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)")
     ap.add_argument("--reps", default="4,5", help="comma-separated repetitions (default 4,5: the held-out ones)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
     ap.add_argument("--report", type=Path, default=None, help="write the markdown report (r4-r5 and r1-r3) here")
     args = ap.parse_args(argv)
+    reps = [int(r) for r in args.reps.split(",") if r.strip()]
+    if args.protocol == "consumer":
+        return _consumer_protocol(args.root or KIP848_RECORDINGS, reps, fit=args.fit, report_to=args.report)
+    root = args.root or BENCH_RECORDINGS
     if args.report is not None:
-        args.report.write_text(report(args.root))
+        args.report.write_text(report(root))
         return 0
-    runs = load_bench_runs(args.root, reps=[int(r) for r in args.reps.split(",") if r.strip()])
+    runs = load_bench_runs(root, reps=reps)
     presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
     if args.fit:
         for client in presets:
@@ -47,6 +62,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             presets[client], loss = fit_presets(mine, presets[client], names=FITTED_BY_CLIENT[client])
             print(f"{client}: {json.dumps(presets[client])} (loss {loss:.3f})", file=sys.stderr)
     rows = compare_cells(runs, lambda run: bench_config(run.meta, **presets[client_of(run.meta) or "java"]))
+    print(format_cells(rows))
+    print(json.dumps(summary(rows), indent=1))
+    return 0
+
+
+def _consumer_protocol(root: Path, reps: list[int], *, fit: bool, report_to: Path | None) -> int:
+    if report_to is not None:
+        report_to.write_text(consumer_protocol_report(root))
+        return 0
+    runs = consumer_protocol_runs(root, reps=reps)
+    presets = fit_consumer_presets(runs) if fit else None
+    if presets is not None:
+        for client, values in presets.items():
+            print(f"{client}: {json.dumps(values)}", file=sys.stderr)
+    rows = compare_consumer_protocol(runs, presets)
     print(format_cells(rows))
     print(json.dumps(summary(rows), indent=1))
     return 0

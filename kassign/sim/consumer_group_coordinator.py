@@ -276,10 +276,13 @@ class ConsumerGroupCoordinator:
         if state.epoch == self.target_epoch and state.assigned == target:
             return
         gone = state.assigned - target
-        if gone:
+        if gone and (owned is None or owned & gone):
+            # Revoke first -- unless this heartbeat shows the member never took them (Kafka's
+            # ownsRevokedPartitions: without an owned list it must assume it holds them).
             state.assigned = state.assigned & target
             state.revoking = gone
             return
+        state.assigned = state.assigned & target
         held = self._held_elsewhere(member_id)
         state.assigned = frozenset(tp for tp in target if tp in state.assigned or tp not in held)
         if state.epoch != self.target_epoch:

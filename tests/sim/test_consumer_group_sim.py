@@ -177,3 +177,18 @@ def test_a_leave_takes_the_leaver_out_of_the_target_until_the_next_computation()
     assert left.member_epoch == -1 and "b" not in broker.target
     joined = _beat(loop, broker, c, 0, owned=[], topics=["t"])
     assert _assigned(joined) == b_parts
+
+
+def test_a_member_that_never_took_what_it_must_give_up_skips_the_revocation():
+    """Kafka's ownsRevokedPartitions: when the heartbeat's owned list shows the member does not hold
+    the partitions its new target takes away (it was told of them, but the target moved on before it
+    took them), the broker does not wait for a revocation that can never be acknowledged."""
+    loop, broker = _broker()
+    a, b = _Member("a"), _Member("b")
+    first = _beat(loop, broker, a, 0, owned=[], topics=["t"])
+    assert len(_assigned(first)) == 4
+    _beat(loop, broker, b, 0, owned=[], topics=["t"])
+    # a reports owning nothing (it never took the four): nothing to wait for, new epoch at once.
+    told = _beat(loop, broker, a, first.member_epoch, owned=[])
+    assert told.member_epoch == broker.target_epoch and len(_assigned(told)) == 2
+    assert not broker.members["a"].revoking
