@@ -68,10 +68,17 @@ KAFKA44_PRESETS: dict[str, dict[str, float]] = {
 }
 #: The same for members on KIP-848's consumer protocol (kassign's ``group_protocol="consumer"``,
 #: kafka-clients 4.4.0's consumer and librdkafka with ``group.protocol=consumer``), fitted to
-#: repetitions r1-r3 of data/rebalance-bench-kafka44-kip848 (r4-r5 held out). ``assign_ms`` and
-#: ``id_rejoin_ms`` play no part there (no leader, no MEMBER_ID_REQUIRED).
+#: repetitions r1-r3 of data/rebalance-bench-kafka44-kip848 (r4-r5 held out; ``python -m
+#: kassign.sim.bench_cli --protocol consumer --reps 1,2,3 --fit``). ``assign_ms`` and ``id_rejoin_ms``
+#: play no part there (no leader, no MEMBER_ID_REQUIRED). ``poll_ms`` here is the client's delay from a
+#: heartbeat's new assignment to starting its reconciliation.
 KAFKA44_CONSUMER_PRESETS: dict[str, dict[str, float]] = {
-    client: dict(values) for client, values in KAFKA44_PRESETS.items()
+    "aiokafka": {"spawn_ms": 5.9, "startup_ms": 10.0, "poll_ms": 50.0, "revocation_ms": 0.0, "assign_ms": 2.5,
+                 "network_ms": 0.06, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
+    "java": {"spawn_ms": 1.5, "startup_ms": 255.0, "poll_ms": 40.0, "revocation_ms": 16.2, "assign_ms": 4.3,
+             "network_ms": 7.0, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
+    "librdkafka": {"spawn_ms": 35.9, "startup_ms": 10.0, "poll_ms": 50.0, "revocation_ms": 8.48, "assign_ms": 1.0,
+                   "network_ms": 0.17, "id_rejoin_ms": 240.0, "heartbeat_lag_ms": 0.0},
 }
 
 

@@ -1,0 +1,81 @@
+"""The simulator's KIP-848 model against the Apache Kafka 4.4.0 consumer-protocol recordings
+(data/rebalance-bench-kafka44-kip848).
+
+The consumer-protocol presets were fitted on repetitions r1-r3; these tests replay the held-out r4-r5
+and hold the model to what README.md and benchmarks/results/sim-calibration-kafka44-kip848.md say:
+within 25 % of the recorded medians (moves equal) in every cell but the named misses, and those still
+miss. The benchmark's metrics themselves are checked against the rows it wrote into each meta.json.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kassign.sim.bench_calibration import BENCH_METRICS, BENCH_MODES, bench_config, load_bench_runs, recorded_bench_metrics
+from kassign.sim.bench_consumer_protocol import (
+    KIP848_RECORDINGS,
+    compare_consumer_protocol,
+    consumer_protocol_runs,
+)
+from kassign.sim.config import KAFKA44_CONSUMER_PRESETS
+
+#: Held-out cells and metrics the model does not reproduce within the bound (README.md says why).
+KNOWN_MISSES = {
+    ("instant", "rolling-restart", "java848"): {"moved"},
+    ("instant", "rolling-restart", "kip848"): {"moved"},
+    ("instant", "rolling-restart", "rdkafka848"): {"moved"},
+    ("instant", "scale-in", "java848"): {"unowned_ps", "settle_s"},
+    ("instant", "scale-in", "kip848"): {"unowned_ps"},
+    ("instant", "scale-in", "rdkafka848"): {"unowned_ps", "settle_s"},
+    ("instant", "scale-out", "kip848"): {"unowned_ps"},
+    ("process", "rolling-restart", "java848"): {"moved"},
+    ("process", "rolling-restart", "kip848"): {"unowned_ps", "moved"},
+    ("process", "rolling-restart", "rdkafka848"): {"moved"},
+    ("process", "scale-in", "java848"): {"settle_s"},
+    ("process", "scale-out", "java848"): {"unowned_ps", "settle_s"},
+    ("process", "scale-out", "kip848"): {"unowned_ps"},
+}
+
+
+@pytest.fixture(scope="module")
+def held_out():  # noqa: ANN201
+    return compare_consumer_protocol(consumer_protocol_runs(reps=[4, 5]))
+
+
+def test_the_recordings_are_all_there() -> None:
+    runs = load_bench_runs(KIP848_RECORDINGS)
+    assert len(runs) == 200
+    consumer = consumer_protocol_runs()
+    cells = {r.cell for r in consumer}
+    assert len(consumer) == 120 and len(cells) == 24
+    assert {mode for _, _, mode in cells} == {m for m, mode in BENCH_MODES.items() if mode.group_protocol == "consumer"}
+    assert all(sorted(r.rep for r in consumer if r.cell == cell) == [1, 2, 3, 4, 5] for cell in cells)
+    assert all(r.meta["group_protocol"] == "consumer" for r in consumer)
+
+
+def test_bench_metrics_are_the_benchmarks_own_rows() -> None:
+    for run in consumer_protocol_runs():
+        mine, theirs = recorded_bench_metrics(run), run.meta["result"]
+        assert mine.unowned_ps == pytest.approx(theirs["unowned_ps"], abs=1e-3), run.name
+        assert mine.settle_s == pytest.approx(theirs["settle_s"], abs=1e-3), run.name
+        assert mine.moved == theirs["moved"], run.name
+
+
+def test_consumer_protocol_runs_use_the_kip848_model_and_presets() -> None:
+    (run,) = [r for r in consumer_protocol_runs(reps=[1]) if r.cell == ("instant", "scale-out", "java848")]
+    config = bench_config(run.meta)
+    assert config.group_protocol == "consumer" and config.client == "java"
+    assert config.latency_ms("startup_ms") == KAFKA44_CONSUMER_PRESETS["java"]["startup_ms"]
+
+
+def test_held_out_repetitions_within_25_percent_but_the_named_misses(held_out) -> None:  # noqa: ANN001
+    assert len(held_out) == 24
+    failures = [(row.cell, metric, round(row.rel_err(metric), 3)) for row in held_out for metric in BENCH_METRICS
+                if not row.passes(metric) and metric not in KNOWN_MISSES.get(row.cell, set())]
+    assert not failures, failures
+
+
+def test_the_named_misses_still_miss(held_out) -> None:  # noqa: ANN001
+    rows = {row.cell: row for row in held_out}
+    fixed = [(cell, metric) for cell, metrics in KNOWN_MISSES.items() for metric in metrics if rows[cell].passes(metric)]
+    assert not fixed, f"now within the bound: update KNOWN_MISSES and README.md: {fixed}"
