@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,3 +26,23 @@ async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, time
     if await wait_stable(settled, timeout, stable_for=stable_for, poll=0.1) is None:
         raise AssertionError(f"group did not settle within {timeout}s: {[sorted(o) for o in owned]}")
     return owned
+
+
+async def wait_consumers_held(consumers: Sequence[Any], partitions: Sequence[Any] | set, hold_s: float = 1.0,
+                              timeout: float = 60.0) -> list[frozenset]:
+    """Poll ``consumers`` (``getmany``, so their loops run as an application's would) until every one
+    of ``partitions`` is owned once, every consumer owns something, and that holds ``hold_s``
+    seconds; returns each consumer's assignment, in order. AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    since, last = None, None
+    while time.monotonic() < deadline:
+        owned = [frozenset(c.assignment()) for c in consumers]
+        done = sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
+        if done and owned == last:
+            if time.monotonic() - since >= hold_s:
+                return owned
+        else:
+            since = time.monotonic() if done else None
+        last = owned
+        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+    raise AssertionError(f"no held assignment within {timeout}s: {last}")

@@ -28,6 +28,7 @@ pytest.importorskip("aiokafka")
 from aiokafka import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_held  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
@@ -174,23 +175,6 @@ def _static(bootstrap, group_id, instance):
                                group_protocol="consumer", auto_offset_reset="earliest")
 
 
-async def _held(consumers, partitions, hold_s, timeout=60.0):
-    """Each consumer's partitions once every partition is owned once, with none idle, held ``hold_s``."""
-    deadline = time.monotonic() + timeout
-    since, last = None, None
-    while time.monotonic() < deadline:
-        owned = [frozenset(c.assignment()) for c in consumers]
-        done = sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
-        if done and owned == last:
-            if time.monotonic() - since >= hold_s:
-                return owned
-        else:
-            since = time.monotonic() if done else None
-        last = owned
-        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
-    raise AssertionError(f"no held assignment: {last}")
-
-
 def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_id, topic_factory):
     """A static member's close is a temporary leave (epoch -2): restarted within the session timeout
     with its instance id it gets its own partitions back, and the others hear nothing."""
@@ -204,7 +188,7 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
         for c, lst in zip(consumers, listeners):
             c.subscribe([topic], listener=lst)
             await c.start()
-        before = await _held(consumers, partitions, 1.5)
+        before = await wait_consumers_held(consumers, partitions, 1.5)
         calls_before = [list(lst.calls) for lst in listeners[:2]]
         await consumers[2].stop()
         restarted = Calls()
@@ -215,7 +199,7 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
         while not consumers[2].assignment():
             await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
         regained_s = time.monotonic() - began
-        after = await _held(consumers, partitions, 1.5)
+        after = await wait_consumers_held(consumers, partitions, 1.5)
         calls_after = [list(lst.calls) for lst in listeners[:2]]
         restarted_calls = list(restarted.calls)  # before close(): closing revokes
         for c in consumers:

@@ -16,6 +16,7 @@ pytest.importorskip("aiokafka")
 
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_held  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.telemetry import RebalanceRecorder, metrics_from_events  # noqa: E402
 from kassign.timeline.events import read_events  # noqa: E402
@@ -47,23 +48,6 @@ def _consumer(bootstrap: str, group_id: str) -> CooperativeConsumer:
                                auto_offset_reset="earliest")
 
 
-async def _settled(consumers, partitions, hold_s: float = 1.0, timeout: float = 60.0) -> None:
-    """Poll until every partition is owned once, by every consumer, unchanged for ``hold_s``."""
-    deadline = time.monotonic() + timeout
-    since, last = None, None
-    while time.monotonic() < deadline:
-        owned = [frozenset(c.assignment()) for c in consumers]
-        done = sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
-        if done and owned == last:
-            if time.monotonic() - since >= hold_s:
-                return
-        else:
-            since = time.monotonic() if done else None
-        last = owned
-        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
-    raise AssertionError(f"the group did not settle: {last}")
-
-
 def _brief(metrics: dict[str, float]) -> str:
     names = ("rebalance-total", "rebalance-latency-max", "failed-rebalance-total", "heartbeat-total",
              "heartbeat-response-time-max", "partition-revoked-latency-max", "partition-assigned-latency-max")
@@ -82,13 +66,13 @@ def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_serv
         first = recorder.attach(_consumer(bootstrap_servers, group_id))
         first.subscribe([topic])
         await first.start()
-        await _settled([first], partitions)
+        await wait_consumers_held([first], partitions)
         alone = recorder.metrics()
         second = _consumer(bootstrap_servers, group_id)
         second.subscribe([topic])
         joined_at = time.monotonic()
         await second.start()
-        await _settled([first, second], partitions)
+        await wait_consumers_held([first, second], partitions)
         settle_s = time.monotonic() - joined_at
         await asyncio.sleep(3 * HEARTBEAT_MS / 1000)  # a few more heartbeats
         await first.getmany(timeout_ms=10)
