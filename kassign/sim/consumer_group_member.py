@@ -120,6 +120,10 @@ class ConsumerGroupSimMember:
 
     def _leave_prepared(self) -> None:
         self.core.leave_prepared()
+        if self.core.state is not MemberState.LEAVING:  # not in the group (fenced, never joined): nothing to send
+            self._stop()
+            self.ctx.emit(self.name, "closed")
+            return
         self._leaving = True
         self._pump()  # the leave goes out at once, or as soon as the heartbeat in flight is answered
 

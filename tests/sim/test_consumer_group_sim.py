@@ -192,3 +192,16 @@ def test_a_member_that_never_took_what_it_must_give_up_skips_the_revocation():
     told = _beat(loop, broker, a, first.member_epoch, owned=[])
     assert told.member_epoch == broker.target_epoch and len(_assigned(told)) == 2
     assert not broker.members["a"].revoking
+
+
+def test_a_member_closed_before_it_ever_heartbeats_still_closes():
+    """Closed while still starting up (no heartbeat sent yet): nothing to leave, but ``closed`` comes."""
+    from kassign.sim.simulator import Simulation
+
+    sim = Simulation(Scenario(name="early", topics={"t": 4}, members=0, steps=[], seed=1),
+                     _config("java"), None)
+    member = sim.start_member()
+    member.close()
+    sim.loop.run(5.0, lambda: False)
+    assert [e.ev for e in sim.events if e.id == member.name][-1] == "closed"
+    assert member.state == "down" and not sim.coordinator.members
