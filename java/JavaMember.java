@@ -21,6 +21,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -230,6 +232,7 @@ public class JavaMember {
         } catch (WakeupException e) {
             // stdin closed: fall through to a clean close
         }
+        reportClientMetrics();
         emit("closing", "");
         reportProcessed(null);
         Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
@@ -240,6 +243,21 @@ public class JavaMember {
         }
         consumer.close(Duration.ofSeconds(10));
         emit("closed", "");
+    }
+
+    /** The consumer's own rebalance metrics (group consumer-coordinator-metrics), as kassign's
+     *  telemetry computes them from the callbacks: the reference for that inference. */
+    private void reportClientMetrics() {
+        List<String> items = new ArrayList<>();
+        for (Map.Entry<MetricName, ? extends Metric> e : consumer.metrics().entrySet()) {
+            MetricName name = e.getKey();
+            if (!name.group().equals("consumer-coordinator-metrics")) continue;
+            Object value = e.getValue().metricValue();
+            if (value instanceof Number n && Double.isFinite(n.doubleValue())) {
+                items.add(quote(name.name()) + ":" + n.doubleValue());
+            }
+        }
+        emit("client_metrics", "\"metrics\":{" + String.join(",", items) + "}");
     }
 
     void watchStdin() {

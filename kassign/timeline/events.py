@@ -13,10 +13,13 @@ incremental under cooperative, the whole assignment under eager): ``cb_assigned`
 sent; ``gen`` the generation the member had), ``sync`` (a SyncGroup answered; ``gen``,
 ``protocol``), ``progress`` (``pos``: partition -> next offset), ``commit_err``, ``closing``,
 ``closed``, ``exit``, ``crash``, ``processed`` (records a member processed), ``rebalance_failed``
-(``gen``, ``error``); on KIP-848's consumer protocol, from telemetry, ``reconcile`` / ``reconciled``
-(a reconciliation of a new target assignment began / ended; ``epoch``; a heartbeat failing meanwhile
-is a ``rebalance_failed`` with ``epoch``) instead of ``join``/``sync``, and ``heartbeat`` (one per heartbeat sent; ``lat`` ms to its answer). Optional keys: ``dur`` (seconds a callback ran) and ``error`` on ``cb_*``
-events; ``"inferred": true`` on ``join``/``sync`` that telemetry worked out from the callbacks
+(``gen``, ``error``), ``client_metrics`` (``metrics``: a Java member's own
+consumer-coordinator-metrics, just before it closes). On KIP-848's consumer protocol, telemetry
+writes ``reconcile`` / ``reconciled`` (a reconciliation of a new target assignment began / ended;
+``epoch``; a heartbeat failing meanwhile is a ``rebalance_failed`` with ``epoch``) instead of
+``join``/``sync``, and ``heartbeat`` (one per heartbeat sent; ``lat`` ms to its answer). Optional
+keys: ``dur`` (seconds a callback ran) and ``error`` on ``cb_*`` events; ``"inferred": true`` on
+``join``/``sync`` that telemetry worked out from the callbacks
 rather than observed; ``topics``, ``pattern``, ``group``, ``protocol`` on ``subscribed``.
 
 A partition in ``parts``/``pos`` is a bare int when the group reads one topic (the recorded data's

@@ -18,29 +18,13 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import wait_consumers_held  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+from kassign.broker.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.telemetry import RebalanceRecorder, metrics_from_events  # noqa: E402
 from kassign.timeline.events import read_events  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(300)]
 
 HEARTBEAT_MS = 500
-
-
-def _set_group_timing(bootstrap: str, group_id: str, *, session_ms: int, heartbeat_ms: int) -> None:
-    """The group's own consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
-
-    (Not kassign.broker.group_config.set_consumer_group_timing: as of 0c06f06 it lets its admin
-    client go before the answer arrives, and the request fails with "Broker handle destroyed".)
-    """
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
-        ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET),
-    ])
-    for future in admin.incremental_alter_configs([resource], request_timeout=20).values():
-        future.result(timeout=20)
 
 
 def _consumer(bootstrap: str, group_id: str) -> CooperativeConsumer:
@@ -58,7 +42,7 @@ def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_serv
                                                                    tmp_path):
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
-    _set_group_timing(bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=HEARTBEAT_MS)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=HEARTBEAT_MS)
     path = tmp_path / "m1.jsonl"
     recorder = RebalanceRecorder(path, member="m1")
 
