@@ -2,7 +2,8 @@
 the Kafka 4.4 recordings showed: Java advances a rebalance one step per ``poll()``; librdkafka
 sends at most one JoinGroup per second, leaves only after a round it joined and ignores news of
 another rebalance while its callbacks wait for ``poll()``; the join barrier waits for members sent
-MEMBER_ID_REQUIRED."""
+MEMBER_ID_REQUIRED; an OffsetCommit keeps a classic member's session alive, as a heartbeat does
+(``OffsetMetadataManager.commitOffset``)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,29 @@ def test_a_pending_member_that_never_returns_stops_holding_the_barrier_after_its
     assert len(old.joins) == 1
     loop.run(1.7, lambda: False)
     assert len(old.joins) == 2 and set(old.joins[-1].members or {}) == {"old"}
+
+
+def test_an_offset_commit_keeps_a_silent_members_session_alive() -> None:
+    loop = EventLoop()
+    coordinator, old = _stable_group_of_one(loop)
+    loop.run(1.0, lambda: False)
+    coordinator.offset_commit(old, 1.0)  # then nothing: no heartbeat, no commit
+    loop.run(2.4, lambda: False)
+    assert "old" in coordinator.members  # 1.4 s after its commit
+    loop.run(2.6, lambda: False)
+    assert "old" not in coordinator.members  # a session timeout after its commit
+
+
+def test_a_commit_that_arrived_before_the_last_heartbeat_changes_nothing() -> None:
+    loop = EventLoop()
+    coordinator, old = _stable_group_of_one(loop)
+    loop.run(0.5, lambda: False)
+    coordinator.heartbeat(old, 1)
+    coordinator.offset_commit(old, 0.2)
+    loop.run(1.99, lambda: False)
+    assert "old" in coordinator.members
+    loop.run(2.05, lambda: False)
+    assert "old" not in coordinator.members  # 1.5 s after its heartbeat at 0.5
 
 
 def _closing_while_parked_at_the_barrier(client: str) -> dict[str, float]:

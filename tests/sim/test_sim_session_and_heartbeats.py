@@ -1,71 +1,16 @@
-"""What keeps a simulated member's session alive, and when its heartbeats go.
+"""When a simulated member's heartbeats go, and its periodic commits.
 
-Kafka's classic coordinator counts an OffsetCommit as a sign of life (``OffsetMetadataManager.commitOffset``):
-a crashed member's session ends a session timeout after its last heartbeat or commit. A member's
-heartbeats can run a little late each interval (``heartbeat_lag_s``), drawn from a generator of its own
-so that its batch times do not change.
+A member's heartbeats can run a little late each interval (``heartbeat_lag_s``), drawn from a
+generator of its own so that its batch times do not change. (That a commit keeps a classic member's
+session alive is tested with the coordinator's other rules, in ``test_sim_client_loops.py``.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from kassign.model import Assignment, Subscription
 from kassign.sim import SimConfig
-from kassign.sim.coordinator import JoinResponse, KafkaCoordinator, SyncResponse
-from kassign.sim.engine import EventLoop
 from kassign.sim.processing import Processing
 from kassign.sim.scenarios import Scenario
 from kassign.sim.simulator import Simulation
-
-
-@dataclass
-class _Member:
-    id: str
-    instance_id: str | None = None
-    joins: list[JoinResponse] = field(default_factory=list)
-
-    def on_join_response(self, response: JoinResponse) -> None:
-        self.joins.append(response)
-
-    def on_sync_response(self, response: SyncResponse) -> None:
-        pass
-
-    def on_heartbeat_response(self, error: str | None) -> None:
-        pass
-
-
-def _stable_member(loop: EventLoop) -> tuple[KafkaCoordinator, _Member]:
-    coordinator = KafkaCoordinator(loop, network_s=0.0, session_s=1.5, rebalance_s=30.0)
-    member = _Member("m")
-    coordinator.join(member, Subscription(["topic"]), True)
-    loop.run(0.01, lambda: False)
-    coordinator.sync(member, 1, {"m": Assignment([])})
-    assert coordinator.state == "Stable"
-    return coordinator, member
-
-
-def test_an_offset_commit_keeps_a_silent_members_session_alive() -> None:
-    loop = EventLoop()
-    coordinator, member = _stable_member(loop)
-    loop.run(1.0, lambda: False)
-    coordinator.offset_commit(member, 1.0)  # then nothing: no heartbeat, no commit
-    loop.run(2.4, lambda: False)
-    assert "m" in coordinator.members  # 1.4 s after its commit
-    loop.run(2.6, lambda: False)
-    assert "m" not in coordinator.members  # a session timeout after its commit
-
-
-def test_a_commit_that_arrived_before_the_last_heartbeat_changes_nothing() -> None:
-    loop = EventLoop()
-    coordinator, member = _stable_member(loop)
-    loop.run(0.5, lambda: False)
-    coordinator.heartbeat(member, 1)
-    coordinator.offset_commit(member, 0.2)
-    loop.run(1.99, lambda: False)
-    assert "m" in coordinator.members
-    loop.run(2.05, lambda: False)
-    assert "m" not in coordinator.members  # 1.5 s after its heartbeat at 0.5
 
 
 def _group(processing: Processing) -> Simulation:
