@@ -29,15 +29,19 @@ async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, time
 
 
 async def wait_consumers_held(consumers: Sequence[Any], partitions: Sequence[Any] | set, hold_s: float = 1.0,
-                              timeout: float = 60.0) -> list[frozenset]:
+                              timeout: float = 60.0, *, balanced: bool = False) -> list[frozenset]:
     """Poll ``consumers`` (``getmany``, so their loops run as an application's would) until every one
-    of ``partitions`` is owned once, every consumer owns something, and that holds ``hold_s``
-    seconds; returns each consumer's assignment, in order. AssertionError after ``timeout``."""
+    of ``partitions`` is owned once, every consumer owns something (``balanced``: shares within one
+    of each other -- a cooperative group passes through fully owned, unbalanced states between its
+    rounds), and that holds ``hold_s`` seconds; returns each consumer's assignment, in order.
+    AssertionError after ``timeout``."""
     deadline = time.monotonic() + timeout
     since, last = None, None
     while time.monotonic() < deadline:
         owned = [frozenset(c.assignment()) for c in consumers]
-        done = sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
+        sizes = [len(o) for o in owned]
+        done = (sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
+                and (not balanced or max(sizes) - min(sizes) <= 1))
         if done and owned == last:
             if time.monotonic() - since >= hold_s:
                 return owned

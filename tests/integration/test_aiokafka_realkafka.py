@@ -17,6 +17,7 @@ pytest.importorskip("aiokafka")
 from aiokafka import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import wait_consumers_held  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, FencedInstanceIdError  # noqa: E402
@@ -93,27 +94,6 @@ def _static_consumer(bootstrap_servers, group_id, instance, timing):
                             auto_offset_reset="earliest")
 
 
-async def _balanced(consumers, partitions, timing, timeout=60.0):
-    """The balanced split (every partition once, equal shares), unchanged for three heartbeats.
-
-    A cooperative group passes through fully owned but unbalanced states between its two rounds;
-    only the balanced split, held, is the end state."""
-    share = len(partitions) // len(consumers)
-    deadline = time.monotonic() + timeout
-    held_since, last = None, None
-    while time.monotonic() < deadline:
-        owned = [frozenset(c.assignment()) for c in consumers]
-        done = set().union(*owned) == partitions and all(len(o) == share for o in owned)
-        if done and owned == last:
-            if time.monotonic() - held_since >= 3 * timing.heartbeat_ms / 1000:
-                return owned
-        else:
-            held_since = time.monotonic() if done else None
-        last = owned
-        await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
-    raise AssertionError(f"group did not reach a held balanced split: {last}")
-
-
 def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id, topic_factory):
     """A static member (group.instance.id) that restarts within its session timeout sends no
     LeaveGroup on close and gets its partitions back on rejoin: nobody else sees a rebalance."""
@@ -127,7 +107,7 @@ def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id,
         for c, lst in zip(consumers, listeners):  # static-0 joins first and leads; static-2 is bounced
             c.subscribe([topic], listener=lst)
             await c.start()
-        before = await _balanced(consumers, partitions, timing)
+        before = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
         calls_before = [list(lst.calls) for lst in listeners[:2]]
         await consumers[2].stop()  # revokes in its own listener, but sends no LeaveGroup
         restarted_listener = Calls()
@@ -138,7 +118,7 @@ def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id,
         while not consumers[2].assignment():
             await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
         regained_s = time.monotonic() - began
-        after = await _balanced(consumers, partitions, timing)
+        after = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
         calls_after = [list(lst.calls) for lst in listeners[:2]]  # before close(): closing revokes
         restarted_calls = list(restarted_listener.calls)
         for c in consumers:
@@ -167,7 +147,7 @@ def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_f
         for c, lst in zip(consumers, listeners):
             c.subscribe([topic], listener=lst)
             await c.start()
-        before = await _balanced(consumers, partitions, timing)
+        before = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
         calls_before = list(listeners[0].calls)
         replacement = _static_consumer(bootstrap_servers, group_id, "static-1", timing)
         replacement.subscribe([topic])
