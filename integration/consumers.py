@@ -7,7 +7,30 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from aiokafka import ConsumerRebalanceListener
+
 from kassign.adapters.aiokafka.live_group import ownership_settled, wait_stable
+
+
+class ListenerCalls(ConsumerRebalanceListener):
+    """A rebalance listener as most applications write one -- no ``on_partitions_lost``, so lost
+    partitions come to ``on_partitions_revoked`` -- recording each call as ``(kind, partitions)``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set]] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.calls.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.calls.append(("assigned", set(assigned)))
+
+
+class ListenerCallsWithLost(ListenerCalls):
+    """:class:`ListenerCalls` with ``on_partitions_lost`` (recorded as ``("lost", partitions)``)."""
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.calls.append(("lost", set(lost)))
 
 
 async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, timeout: float = 40.0,

@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("aiokafka")
 
 import aiokafka.errors as Errors  # noqa: E402
-from aiokafka.abc import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
 from aiokafka.structs import OffsetAndMetadata  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
+from integration.consumers import ListenerCallsWithLost  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.consumer_group_coordinator import (  # noqa: E402
     ConsumerGroupCoordinator,
@@ -54,18 +54,7 @@ T = uuid.UUID("11111111-1111-1111-1111-111111111111")
 TOPIC = "orders"
 
 
-class Recorder(ConsumerRebalanceListener):
-    def __init__(self):
-        self.calls: list[tuple[str, set]] = []
-
-    def on_partitions_revoked(self, revoked):
-        self.calls.append(("revoked", set(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.calls.append(("assigned", set(assigned)))
-
-    def on_partitions_lost(self, lost):
-        self.calls.append(("lost", set(lost)))
+Recorder = ListenerCallsWithLost
 
 
 class FakeCluster:

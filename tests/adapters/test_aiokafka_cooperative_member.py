@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
-from aiokafka.abc import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 from aiokafka.util import create_future  # noqa: E402
 
+from integration.consumers import ListenerCalls, ListenerCallsWithLost  # noqa: E402
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator  # noqa: E402
 from kassign.model import Assignment, RebalanceProtocol  # noqa: E402
 from kassign.protocol import encode_assignment  # noqa: E402
@@ -22,22 +22,8 @@ from kassign.protocol import encode_assignment  # noqa: E402
 COOPERATIVE, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
 
 
-class PlainRecorder(ConsumerRebalanceListener):
-    """An aiokafka listener as written today: no on_partitions_lost."""
-
-    def __init__(self):
-        self.calls = []
-
-    def on_partitions_revoked(self, revoked):
-        self.calls.append(("revoked", set(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.calls.append(("assigned", set(assigned)))
-
-
-class Recorder(PlainRecorder):
-    def on_partitions_lost(self, lost):
-        self.calls.append(("lost", set(lost)))
+#: An aiokafka listener as written today (no on_partitions_lost), and one with it.
+PlainRecorder, Recorder = ListenerCalls, ListenerCallsWithLost
 
 
 class RaisingRecorder(Recorder):

@@ -14,10 +14,9 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
-from aiokafka import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
-from integration.consumers import wait_consumers_held  # noqa: E402
+from integration.consumers import ListenerCalls, wait_consumers_held  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, FencedInstanceIdError  # noqa: E402
@@ -76,17 +75,6 @@ def test_two_rolling_bounces_upgrade_eager_range_to_cooperative(bootstrap_server
     assert final.kept > 0 and final.gap_kept_s == 0.0, f"the last bounce paused kept partitions: {final}"
 
 
-class Calls(ConsumerRebalanceListener):
-    def __init__(self):
-        self.calls = []
-
-    def on_partitions_revoked(self, revoked):
-        self.calls.append(("revoked", set(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.calls.append(("assigned", set(assigned)))
-
-
 def _static_consumer(bootstrap_servers, group_id, instance, timing):
     return CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_instance_id=instance,
                             partition_assignment_strategy=(CooperativeStickyAssignor,),
@@ -102,7 +90,7 @@ def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id,
     timing = GroupTiming(session_ms=10000, heartbeat_ms=1000)
 
     async def scenario():
-        listeners = [Calls() for _ in range(3)]
+        listeners = [ListenerCalls() for _ in range(3)]
         consumers = [_static_consumer(bootstrap_servers, group_id, f"static-{i}", timing) for i in range(3)]
         for c, lst in zip(consumers, listeners):  # static-0 joins first and leads; static-2 is bounced
             c.subscribe([topic], listener=lst)
@@ -110,7 +98,7 @@ def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id,
         before = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
         calls_before = [list(lst.calls) for lst in listeners[:2]]
         await consumers[2].stop()  # revokes in its own listener, but sends no LeaveGroup
-        restarted_listener = Calls()
+        restarted_listener = ListenerCalls()
         consumers[2] = _static_consumer(bootstrap_servers, group_id, "static-2", timing)
         consumers[2].subscribe([topic], listener=restarted_listener)
         began = time.monotonic()
@@ -142,7 +130,7 @@ def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_f
     timing = GroupTiming(session_ms=10000, heartbeat_ms=500)
 
     async def scenario():
-        listeners = [Calls(), Calls()]
+        listeners = [ListenerCalls(), ListenerCalls()]
         consumers = [_static_consumer(bootstrap_servers, group_id, f"static-{i}", timing) for i in range(2)]
         for c, lst in zip(consumers, listeners):
             c.subscribe([topic], listener=lst)

@@ -25,10 +25,9 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
-from aiokafka import ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
-from integration.consumers import wait_consumers_held  # noqa: E402
+from integration.consumers import ListenerCallsWithLost, wait_consumers_held  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
@@ -156,20 +155,6 @@ def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(boot
         assert zombie in overlap.members and overlap.start >= frozen and overlap.end <= lost_at, str(overlap)
 
 
-class Calls(ConsumerRebalanceListener):
-    def __init__(self):
-        self.calls = []
-
-    def on_partitions_revoked(self, revoked):
-        self.calls.append(("revoked", set(revoked)))
-
-    def on_partitions_assigned(self, assigned):
-        self.calls.append(("assigned", set(assigned)))
-
-    def on_partitions_lost(self, lost):
-        self.calls.append(("lost", set(lost)))
-
-
 def _static(bootstrap, group_id, instance):
     return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_instance_id=instance,
                                group_protocol="consumer", auto_offset_reset="earliest")
@@ -183,7 +168,7 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
 
     async def scenario():
-        listeners = [Calls() for _ in range(3)]
+        listeners = [ListenerCallsWithLost() for _ in range(3)]
         consumers = [_static(bootstrap_servers, group_id, f"static-{i}") for i in range(3)]
         for c, lst in zip(consumers, listeners):
             c.subscribe([topic], listener=lst)
@@ -191,7 +176,7 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
         before = await wait_consumers_held(consumers, partitions, 1.5)
         calls_before = [list(lst.calls) for lst in listeners[:2]]
         await consumers[2].stop()
-        restarted = Calls()
+        restarted = ListenerCallsWithLost()
         consumers[2] = _static(bootstrap_servers, group_id, "static-2")
         consumers[2].subscribe([topic], listener=restarted)
         began = time.monotonic()
@@ -298,7 +283,7 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
 
     async def scenario():
-        listener = Calls()
+        listener = ListenerCallsWithLost()
         consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
                                        group_protocol="consumer", metadata_max_age_ms=1000)
         consumer.subscribe(pattern=f"{prefix}-.*", listener=listener)
@@ -359,7 +344,7 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(b
     gone = {TP(doomed, 0), TP(doomed, 1)}
 
     async def scenario():
-        listener = Calls()
+        listener = ListenerCallsWithLost()
         consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
                                        group_protocol="consumer", metadata_max_age_ms=1000,
                                        auto_offset_reset="earliest", enable_auto_commit=False)
