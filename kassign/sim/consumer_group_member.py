@@ -58,7 +58,7 @@ class ConsumerGroupSimMember:
         self.instance_id: str | None = None
         self.core = ConsumerGroupMember("sim", member_id=self.id, rebalance_timeout_ms=rebalance_timeout_ms)
         self.poll = PollLoop(ctx.loop, processing or Processing(), rng or random.Random(self.id))
-        self.state = "down"  # down, joining, reconciling, stable
+        self._down = True  # not started, closed or crashed
         self.next_heartbeat_t: float | None = None
         self._last_sent: float | None = None
         self._heartbeat_timer: Timer | None = None
@@ -83,25 +83,25 @@ class ConsumerGroupSimMember:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """The consumer subscribes and, after starting up, heartbeats with epoch 0."""
-        self.state = "joining"
+        self._down = False
         self.ctx.emit(self.name, "subscribed")
         self.ctx.loop.after(self.ctx.latency("startup_ms"), self._subscribe)
 
     def _subscribe(self) -> None:
-        if self.state == "down":
+        if self._down:
             return
         self._act(self.core.subscribe(self.topics))
         self._pump()
 
     def close(self) -> None:
         """``consumer.close()`` once the batch in hand is done: revoke everything, then leave (epoch -1)."""
-        if self.state == "down" or self._closing:
+        if self._down or self._closing:
             return
         self._closing = True
         self.poll.at_next_poll(self._close_now)
 
     def _close_now(self) -> None:
-        if self.state == "down":
+        if self._down:
             return
         ctx = self.ctx
         ctx.emit(self.name, "closing")
@@ -129,7 +129,7 @@ class ConsumerGroupSimMember:
 
     def crash(self) -> None:
         """The process dies: no callbacks, no leave; the broker finds out from the session timeout."""
-        if self.state == "down":
+        if self._down:
             return
         self._stop()
         self.poll.set_consuming(set())
@@ -138,7 +138,7 @@ class ConsumerGroupSimMember:
     def change_subscription(self, topics: Iterable[str]) -> None:
         """``consumer.subscribe(topics)``: the next heartbeat carries it."""
         self.topics = sorted(set(topics))
-        if self.state != "down":
+        if not self._down:
             self._act(self.core.subscribe(self.topics))
             self._pump()
 
@@ -146,7 +146,7 @@ class ConsumerGroupSimMember:
         """Nothing to do on this protocol: the broker notices metadata and subscription changes itself."""
 
     def _stop(self) -> None:
-        self.state = "down"
+        self._down = True
         self.ctx.loop.cancel(self._heartbeat_timer)
         self.ctx.loop.cancel(self._reconciliation)
         self._heartbeat_timer = self._reconciliation = None
@@ -155,7 +155,7 @@ class ConsumerGroupSimMember:
     # -- heartbeats ----------------------------------------------------------------------------
     def _pump(self) -> None:
         """(Re)arm the heartbeat timer for when the core says the next heartbeat is due."""
-        if self.state == "down":
+        if self._down:
             return
         ctx = self.ctx
         since = ctx.loop.now - self._last_sent if self._last_sent is not None else 0.0
@@ -181,7 +181,7 @@ class ConsumerGroupSimMember:
 
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse) -> None:
         """The broker's answer: adopt it, reconcile if the assignment changed, re-arm the timer."""
-        if self.state == "down":
+        if self._down:
             return
         if self._leaving:  # an answer to the heartbeat before the leave: now the leave goes
             self.core.on_heartbeat_response(response)
@@ -189,7 +189,6 @@ class ConsumerGroupSimMember:
             return
         self._act(self.core.on_heartbeat_response(response))
         self._maybe_reconcile()
-        self._update_state()
         self._pump()
 
     def _act(self, actions: list[Any]) -> None:
@@ -202,14 +201,15 @@ class ConsumerGroupSimMember:
             elif isinstance(action, Fail):
                 raise SimulationError(f"member {self.id}: {action.error}")
 
-    def _update_state(self) -> None:
-        core = self.core.state
-        if self._reconciliation is not None or core is MemberState.RECONCILING:
-            self.state = "reconciling"
-        elif core is MemberState.STABLE:
-            self.state = "stable"
-        elif core is not MemberState.UNSUBSCRIBED:
-            self.state = "joining"
+    @property
+    def state(self) -> str:
+        """``down``, ``reconciling``, ``stable`` or ``joining`` (anything else in the group's
+        protocol), from the core's state and the reconciliation under way."""
+        if self._down:
+            return "down"
+        if self._reconciliation is not None or self.core.state is MemberState.RECONCILING:
+            return "reconciling"
+        return "stable" if self.core.state is MemberState.STABLE else "joining"
 
     # -- reconciliation ------------------------------------------------------------------------
     def _maybe_reconcile(self) -> None:
@@ -242,10 +242,9 @@ class ConsumerGroupSimMember:
 
     def _assign(self, rec: Reconciliation) -> None:
         self._reconciliation = None
-        if self.state == "down" or not self.core.still_reconciling(rec):
+        if self._down or not self.core.still_reconciling(rec):
             return
         self.poll.set_consuming(set(rec.assigned))
         self.ctx.emit(self.name, "cb_assigned", rec.added, gen=rec.epoch)
         self.core.reconciliation_done(rec)
-        self._update_state()
         self._pump()  # the acknowledgement goes out at once
