@@ -282,7 +282,6 @@ class ConsumerGroupCoordinator:
             state.assigned = state.assigned & target
             state.revoking = gone
             return
-        state.assigned = state.assigned & target
         held = self._held_elsewhere(member_id)
         state.assigned = frozenset(tp for tp in target if tp in state.assigned or tp not in held)
         if state.epoch != self.target_epoch:
