@@ -236,18 +236,15 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
     spec = MODES[mode]
     tag = f"bench-{scenario}-{SHORT[mode]}-{uuid.uuid4().hex[:8]}"
     topic = create_topic(bootstrap, tag, partitions)
-    factory: dict[str, Any] = {"consumer_factory": spec.consumer_factory} if spec.consumer_factory else {}
     if spec.group_protocol is not None:
         set_consumer_group_timing(bootstrap, tag, session_ms=timing.session_ms, heartbeat_ms=timing.heartbeat_ms)
-        factory["group_protocol"] = spec.group_protocol
-    if spec.kafka_clients is not None:
-        factory["kafka_clients"] = spec.kafka_clients
 
     def start(slots: range, *, hold: bool = False) -> list[str]:
         """Members for these slots; a static mode gives each slot its own group.instance.id, which a
         restarted slot's replacement takes over."""
-        return [group.start_member(spec.kind, spec.strategy, hold=hold, **factory,
-                                   **({"instance_id": f"{tag}-slot{slot}"} if spec.static else {}))
+        return [group.start_member(spec.kind, spec.strategy, hold=hold, consumer_factory=spec.consumer_factory,
+                                   group_protocol=spec.group_protocol, kafka_clients=spec.kafka_clients,
+                                   instance_id=f"{tag}-slot{slot}" if spec.static else None)
                 for slot in slots]
 
     hb = timing.heartbeat_ms / 1000.0
