@@ -24,8 +24,8 @@ pytest.importorskip("aiokafka")
 pytest.importorskip("confluent_kafka")
 
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
-from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
+from kassign.broker.group_config import consumer_group_type, set_consumer_group_timing  # noqa: E402
 from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
     kept_partitions,
@@ -65,15 +65,6 @@ def _start(group: GroupDriver, kind: str, protocol: str, *, hold: bool = False) 
                               hold=hold)
 
 
-def _group_type(bootstrap: str, group_id: str) -> str:
-    """``CONSUMER`` or ``CLASSIC``, as the broker describes the group."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    (future,) = admin.describe_consumer_groups([group_id], request_timeout=20).values()
-    return future.result(timeout=20).type.name
-
-
 def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], protocol: str) -> list[Bounce]:
     """Replace every member, one at a time, by one speaking ``protocol``: the replacement is started
     and ready first, subscribes once its predecessor's consumer has closed, and the group settles
@@ -93,7 +84,7 @@ def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], prot
         intervals = ownership_intervals(events, release_events=GONE_EVENTS)
         bounces.append(Bounce(slot, kind, protocol, start, settle,
                               unowned_partition_seconds(intervals, group.partitions, start, settle),
-                              len(kept_partitions(intervals, start, settle)), _group_type(bootstrap, group.group_id)))
+                              len(kept_partitions(intervals, start, settle)), consumer_group_type(bootstrap, group.group_id)))
     return bounces
 
 
@@ -105,7 +96,7 @@ def test_rolling_bounce_to_the_consumer_protocol_and_back(bootstrap_servers, gro
         producer = group.start_producer(rate=300)
         members = [_start(group, kind, "classic") for kind in KINDS]
         group.wait_settled(120, balanced=True)
-        before = _group_type(bootstrap_servers, group_id)
+        before = consumer_group_type(bootstrap_servers, group_id)
         time.sleep(1.0)
         upgrade = _rolling_bounce(group, bootstrap_servers, members, "consumer")
         time.sleep(1.0)
@@ -118,11 +109,11 @@ def test_rolling_bounce_to_the_consumer_protocol_and_back(bootstrap_servers, gro
         print(f"  slot {b.slot} ({b.kind}) -> {b.protocol}: {b.unowned_ps:.2f} ps, settled in "
               f"{b.settle - b.start:.2f} s, {b.kept}/12 partitions kept their owner, group type {b.group_type}")
     assert_exclusive(events)
-    assert before == "CLASSIC"
+    assert before == "classic"
     # The first consumer-protocol member converts the group; it stays a consumer group (mixed) until
     # the last one leaves, and then is classic again.
-    assert [b.group_type for b in upgrade] == ["CONSUMER"] * len(KINDS)
-    assert [b.group_type for b in downgrade] == ["CONSUMER"] * (len(KINDS) - 1) + ["CLASSIC"]
+    assert [b.group_type for b in upgrade] == ["consumer"] * len(KINDS)
+    assert [b.group_type for b in downgrade] == ["consumer"] * (len(KINDS) - 1) + ["classic"]
     # No bounce stops the world, not even the ones that convert the group: the leaver's 3 partitions
     # move, and at most as many again to rebalance; the rest keep their owner throughout.
     for b in upgrade + downgrade:
