@@ -84,7 +84,8 @@ def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], prot
         intervals = ownership_intervals(events, release_events=GONE_EVENTS)
         bounces.append(Bounce(slot, kind, protocol, start, settle,
                               unowned_partition_seconds(intervals, group.partitions, start, settle),
-                              len(kept_partitions(intervals, start, settle)), consumer_group_type(bootstrap, group.group_id)))
+                              len(kept_partitions(intervals, start, settle)),
+                              consumer_group_type(bootstrap, group.group_id)))
     return bounces
 
 
