@@ -377,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated, of {', '.join(MODES)} (default: the classic protocol's "
                          f"{', '.join(CLASSIC_MODES)})")
     ap.add_argument("--repeat", type=int, default=5, help="runs per cell; the table shows medians (default 5)")
+    ap.add_argument("--first-rep", type=int, default=1,
+                    help="number of the first repetition (default 1); more runs of a recorded set go on from its last "
+                         "number, with the seeds and trigger phases that repetition would have had")
     ap.add_argument("--partitions", type=int, default=24)
     ap.add_argument("--rate", type=float, default=600.0, help="records produced per second")
     ap.add_argument("--steady-s", type=float, default=3.0, help="steady stretch before the change and after it")
@@ -389,11 +392,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.first_rep < 1:
+        ap.error(f"--first-rep must be at least 1, got {args.first_rep}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from tqdm import tqdm
 
     # cells interleaved, so a slow spell of the machine spreads over every cell
-    plan = [(k, p, s, m) for k in range(args.repeat) for p in args.profiles for s in args.scenarios for m in args.modes
+    reps = range(args.first_rep - 1, args.first_rep - 1 + args.repeat)
+    plan = [(k, p, s, m) for k in reps for p in args.profiles for s in args.scenarios for m in args.modes
             if MODES[m].scenarios is None or s in MODES[m].scenarios]
     cells: dict[tuple[str, str, str], list[RunResult]] = {}
     failures: dict[tuple[str, str, str], int] = {}
