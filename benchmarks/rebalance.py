@@ -72,6 +72,7 @@ from integration.topics import create_topic  # noqa: E402
 from kassign.timeline.events import Event  # noqa: E402
 from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
+    change_settles,
     count_generations,
     delivery_counts,
     kept_partitions,
@@ -187,14 +188,9 @@ def measure(scenario: str, mode: str, events: Sequence[Event], steps: Sequence[f
     topic = partitions[0].topic
     intervals = ownership_intervals(events, release_events=GONE_EVENTS)
     times = processing_times(events, topic)
-    bounds = [*steps, end]
-    settles, pauses, moved, kept = [], [], 0, 0
-    for lo, hi in zip(bounds, bounds[1:]):
-        changes = [e.t for e in events
-                   if lo <= e.t < hi and e.parts and e.ev in ("cb_assigned", "cb_revoked", "cb_lost")]
-        closings = [e.t for e in events if lo <= e.t < hi and e.ev in GONE_EVENTS]
-        settle = max(changes + closings, default=lo)
-        settles.append(settle)
+    settles = change_settles(events, steps, end)
+    pauses, moved, kept = [], 0, 0
+    for lo, settle in zip(steps, settles):
         still = kept_partitions(intervals, lo, settle)
         kept += len(still)
         moved += len(partitions) - len(still)

@@ -3,6 +3,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -97,8 +98,11 @@ public class JavaMember {
 
     /** Print one event; synchronized because commit callbacks may print from another thread. */
     private synchronized void emit(String ev, String rest) {
-        double t = System.currentTimeMillis() / 1000.0;
-        String line = "{\"id\":" + quote(id) + ",\"t\":" + String.format("%.3f", t) + ",\"ev\":" + quote(ev)
+        // Microseconds: a millisecond clock stamps an event up to 1 ms early, before the instant the
+        // harness recorded for the request that caused it.
+        Instant now = Instant.now();
+        double t = now.getEpochSecond() + now.getNano() / 1e9;
+        String line = "{\"id\":" + quote(id) + ",\"t\":" + String.format("%.6f", t) + ",\"ev\":" + quote(ev)
                 + (rest.isEmpty() ? "" : "," + rest) + "}";
         System.out.println(line);
         System.out.flush();

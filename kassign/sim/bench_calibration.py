@@ -30,10 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from kassign.model import TopicPartition
-from kassign.sim.bench_harness import OWNERSHIP, TOPIC, BenchRunResult, BenchSimulation, harness_inputs
+from kassign.sim.bench_harness import TOPIC, BenchRunResult, BenchSimulation, harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS, SimConfig, kafka44_presets
 from kassign.timeline.events import Event, read_events
-from kassign.timeline.metrics import GONE_EVENTS, kept_partitions, ownership_intervals, unowned_partition_seconds
+from kassign.timeline.metrics import (
+    GONE_EVENTS,
+    change_settles,
+    kept_partitions,
+    ownership_intervals,
+    unowned_partition_seconds,
+)
 
 __all__ = [
     "BENCH_RECORDINGS",
@@ -225,22 +231,16 @@ def bench_metrics(events: Iterable[Event], triggers: Sequence[float], end: float
     """The benchmark's metrics of a timeline whose changes began at ``triggers`` (one per restart of
     a rolling restart) and whose measured stretch ends at ``end``.
 
-    Each trigger's window runs to the next trigger (the last to ``end``); its settle is the window's
-    last ownership change or departure (``closing``, ``closed``, ``exit``, ``crash``).
+    Each trigger's settle is :func:`~kassign.timeline.metrics.change_settles`'s: the last ownership
+    change or departure before the next trigger.
     """
     if not triggers or end <= triggers[-1]:
         raise ValueError(f"need trigger times before the end {end}, got {list(triggers)}")
     timeline = sorted(events, key=lambda e: e.t)
     parts = sorted(set(partitions))
     intervals = ownership_intervals(timeline, release_events=GONE_EVENTS)
-    bounds = [*triggers, end]
-    settles: list[float] = []
-    moved = 0
-    for lo, hi in zip(bounds, bounds[1:]):
-        marks = [e.t for e in timeline if lo <= e.t < hi and ((e.parts and e.ev in OWNERSHIP) or e.ev in GONE_EVENTS)]
-        settle = max(marks, default=lo)
-        settles.append(settle)
-        moved += len(parts) - len(kept_partitions(intervals, lo, settle))
+    settles = change_settles(timeline, triggers, end)
+    moved = sum(len(parts) - len(kept_partitions(intervals, lo, settle)) for lo, settle in zip(triggers, settles))
     return BenchMetrics(
         unowned_ps=unowned_partition_seconds(intervals, parts, triggers[0], settles[-1]),
         settle_s=round(settles[-1] - triggers[0], 6),

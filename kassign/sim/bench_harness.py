@@ -26,6 +26,7 @@ from kassign.sim.member import SimMember
 from kassign.sim.scenarios import Scenario
 from kassign.sim.simulator import Simulation
 from kassign.timeline.events import Event
+from kassign.timeline.metrics import OWNERSHIP_EVENTS
 
 __all__ = ["SCENARIOS", "TOPIC", "HarnessInputs", "harness_inputs", "BenchSimulation", "BenchRunResult"]
 
@@ -40,15 +41,16 @@ POLL_S = 0.1
 SETTLE_TIMEOUT_S = 120.0
 #: How often the simulated harness looks at the group (seconds of simulated time).
 CHECK_S = 0.002
-OWNERSHIP = ("cb_assigned", "cb_revoked", "cb_lost")
 
 
 @dataclass(frozen=True)
 class HarnessInputs:
     """What the harness did in one run, relative to each trigger.
 
-    ``launch_s``: a scale-out's new members' ``subscribed`` after the trigger (their processes start
-    at it); ``release_s``: per restart, the replacement's ``subscribed`` after its predecessor's
+    ``start_s``: the first members' ``subscribed``, slot by slot (``m1``, ``m2``...), after the first
+    of them (the harness starts their processes one after another, and how the group forms decides
+    who owns which partitions when the change comes); ``launch_s``: a scale-out's new members'
+    ``subscribed`` after the trigger (their processes start at it); ``release_s``: per restart, the replacement's ``subscribed`` after its predecessor's
     ``closed``; ``gap_s``: per restart after the first, from the previous restart's settle to the
     harness's phase wait (its ``wait_settled``, the next replacement's start-up until ``ready``, and
     its polling).
@@ -58,6 +60,7 @@ class HarnessInputs:
     members: int
     partitions: int
     phase: float
+    start_s: tuple[float, ...] = ()
     launch_s: tuple[float, ...] = ()
     release_s: tuple[float, ...] = ()
     gap_s: tuple[float, ...] = ()
@@ -67,13 +70,19 @@ class HarnessInputs:
             raise ValueError(f"unknown benchmark scenario {self.scenario!r}; expected one of {SCENARIOS}")
         if not 0.0 <= self.phase < 1.0:
             raise ValueError(f"phase must be in [0, 1), got {self.phase!r}")
+        if self.start_s and (len(self.start_s) != self.members or min(self.start_s) < 0):
+            raise ValueError(f"start_s needs {self.members} offsets of at least 0, got {self.start_s!r}")
 
 
 def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessInputs:
     """What the harness did in a recorded run (its meta.json and its events, in time order)."""
     scenario = str(meta["scenario"])
     triggers = [float(t) for t in meta["triggers"]]
-    common: dict[str, Any] = {"scenario": scenario, "members": 3 if scenario == "scale-out" else 6,
+    members = 3 if scenario == "scale-out" else 6
+    first = {e.id: e.t for e in reversed(events) if e.ev == "subscribed" and e.t < triggers[0]}
+    slots = [first.get(f"m{slot + 1}") for slot in range(members)]
+    start_s = () if None in slots else tuple(round(t - min(slots), 6) for t in slots)  # type: ignore[operator]
+    common: dict[str, Any] = {"scenario": scenario, "members": members, "start_s": start_s,
                               "partitions": int(meta.get("partitions", 24)), "phase": float(meta["phase"])}
     if scenario == "scale-out":
         subscribed = sorted(e.t - triggers[0] for e in events if e.ev == "subscribed" and e.t >= triggers[0])
@@ -88,7 +97,7 @@ def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessI
         subscribed = next(e.t for e in inside if e.ev == "subscribed")
         release.append(round(max(0.0, subscribed - closed), 6))
         if i + 1 < len(triggers):
-            settle = max(e.t for e in inside if e.parts and e.ev in OWNERSHIP)
+            settle = max(e.t for e in inside if e.parts and e.ev in OWNERSHIP_EVENTS)
             ready = next(e.t for e in inside if e.ev == "ready")
             gaps.append(round(ready + POLL_S / 2 - settle, 6))  # it notices ``ready`` at its next poll
     return HarnessInputs(**common, release_s=tuple(release), gap_s=tuple(gaps))
@@ -131,7 +140,7 @@ class BenchSimulation(Simulation):
         super().emit(member, ev, parts, **extra)
         if ev == "cb_assigned":
             self._last_assign = self.loop.now
-        if (parts and ev in OWNERSHIP) or ev in ("closing", "crash"):
+        if (parts and ev in OWNERSHIP_EVENTS) or ev in ("closing", "crash"):
             self._last_change = self.loop.now
         for watch in [w for w in self._watchers if w[:2] == (member, ev)]:
             self._watchers.remove(watch)
@@ -190,13 +199,15 @@ class BenchSimulation(Simulation):
 
     # -- the scenarios ---------------------------------------------------------------------------
     def _start(self) -> None:
-        for _ in range(self.inputs.members):
-            self.start_member()
+        offsets = self.inputs.start_s or (0.0,) * self.inputs.members
+        for slot, offset in sorted(enumerate(offsets), key=lambda so: (so[1], so[0])):
+            self.loop.at(offset, self.start_member, self._slot(slot))
         action = {"scale-out": self._scale_out, "scale-in": self._scale_in, "crash": self._crash,
                   "rolling-restart": lambda: self._restart(0)}[self.inputs.scenario]
         # Only the phase after the last assignment matters for the first trigger, not how long the
-        # harness waited before it.
-        self._when_settled(lambda t: self._after_settle(t, STABLE_S + STEADY_S, lambda: self._phase_wait(action)))
+        # harness waited before it. It waits for all of its members, not just those in so far.
+        self.loop.at(max(offsets) + 1e-9, self._when_settled,
+                     lambda t: self._after_settle(t, STABLE_S + STEADY_S, lambda: self._phase_wait(action)))
 
     def _finish_when_settled(self) -> None:
         self._when_settled(self._finish)
@@ -204,8 +215,13 @@ class BenchSimulation(Simulation):
     def _finish(self, settle: float) -> None:
         self.finished_at = settle
 
-    def _newest(self, count: int) -> list[SimMember]:
-        return self.live()[-count:]
+    @staticmethod
+    def _slot(index: int) -> str:
+        """The harness's name for the member started in slot ``index`` (``m1``...)."""
+        return f"m{index + 1}"
+
+    def _slots(self, indexes: range) -> list[SimMember]:
+        return [self.members[self._slot(i)] for i in indexes]
 
     def _scale_out(self) -> None:
         for offset in self.inputs.launch_s:
@@ -213,7 +229,8 @@ class BenchSimulation(Simulation):
         self.loop.after(max(self.inputs.launch_s, default=0.0), self._finish_when_settled)
 
     def _scale_in(self) -> None:
-        self.loop.after(self.latency("spawn_ms"), self._stop, self._newest(self.inputs.members // 2))
+        self.loop.after(self.latency("spawn_ms"), self._stop,
+                        self._slots(range(self.inputs.members // 2, self.inputs.members)))
 
     def _stop(self, members: Sequence[SimMember]) -> None:
         for member in members:
@@ -221,14 +238,14 @@ class BenchSimulation(Simulation):
         self._finish_when_settled()
 
     def _crash(self) -> None:
-        (victim,) = self._newest(1)
+        (victim,) = self._slots(range(self.inputs.members - 1, self.inputs.members))
         victim.crash()
         self._finish_when_settled()
 
     def _restart(self, index: int) -> None:
-        """Restart slot ``index``: stop the oldest member (slots go in start order, each replacement
-        joins the end); its replacement subscribes ``release_s`` after it has closed."""
-        old = self.live()[0]
+        """Restart slot ``index``: stop its member; the replacement (the next ``m<n>``) subscribes
+        ``release_s`` after it has closed."""
+        (old,) = self._slots(range(index, index + 1))
         release = self.inputs.release_s[index] if index < len(self.inputs.release_s) else 0.0
 
         def replace() -> None:

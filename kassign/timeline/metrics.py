@@ -47,6 +47,7 @@ __all__ = [
     "count_generations",
     "unowned_partition_seconds",
     "kept_partitions",
+    "change_settles",
     "processed_ranges",
     "processing_times",
     "longest_processing_gap",
@@ -63,6 +64,11 @@ RELEASE_EVENTS = frozenset({"crash", "closed", "exit"})
 #: Assign callbacks further apart than this (seconds) belong to different rounds, when a
 #: recording has no ``sync`` events to count generations from.
 ROUND_GAP_S = 0.25
+#: How early a member's clock may stamp an event: Java members (``java/JavaMember.java`` before
+#: microsecond stamps) wrote ``System.currentTimeMillis()``, up to a millisecond before the instant.
+CLOCK_SLACK_S = 0.001
+#: Callbacks that change what a member owns.
+OWNERSHIP_EVENTS = frozenset({"cb_assigned", "cb_revoked", "cb_lost"})
 
 
 class OwnershipInterval(NamedTuple):
@@ -369,6 +375,26 @@ def count_generations(events: Iterable[Event], *, earlier: Iterable[Event] = ())
         return {e.extra.get("gen") for e in evs if e.ev == "cb_assigned" and e.extra.get("gen") is not None}
 
     return len(generations(events) - generations(earlier))
+
+
+def change_settles(events: Iterable[Event], changes: Sequence[float], end: float) -> list[float]:
+    """When the group settled after each change that began at ``changes`` (a scale-out, a crash, or
+    each restart of a rolling restart; the last one's stretch ends at ``end``): the last ownership
+    callback with partitions or departure (:data:`GONE_EVENTS`) before the next change began, or the
+    change's own start when nothing happened.
+
+    A change's stretch stops :data:`CLOCK_SLACK_S` short of the next change: the next member to
+    leave cannot act before it is told to, so an event stamped in that last millisecond is the next
+    change's, written by a clock that truncates."""
+    timeline = sorted(events, key=lambda e: e.t)
+    bounds = [*changes, end]
+    settles = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        stop = hi - CLOCK_SLACK_S if hi < end else hi
+        marks = [e.t for e in timeline
+                 if lo <= e.t < stop and ((e.parts and e.ev in OWNERSHIP_EVENTS) or e.ev in GONE_EVENTS)]
+        settles.append(max(marks, default=lo))
+    return settles
 
 
 def unowned_partition_seconds(
