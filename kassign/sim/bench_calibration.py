@@ -14,8 +14,9 @@ both timelines the way the benchmark measured the real one:
   closing, as in the benchmark); on a recording it is the row in its ``meta.json``;
 * :func:`compare_cells`: recorded vs simulated medians per cell.
 
-``python -m kassign.sim.bench_cli --reps 4,5`` prints the comparison (``--fit`` refits the
-presets on the given repetitions first, :mod:`kassign.sim.bench_fit`).
+The presets are fitted on :data:`FITTED_REPS` (r1-r5) and checked on :data:`HELD_OUT_REPS`
+(r6-r10, recorded after them). ``python -m kassign.sim.bench_cli`` prints the held-out comparison
+(``--fit`` refits the presets on the given repetitions first, :mod:`kassign.sim.bench_fit`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ __all__ = [
     "BENCH_RECORDINGS",
     "BENCH_MODES",
     "BENCH_METRICS",
+    "FITTED_REPS",
+    "HELD_OUT_REPS",
     "BenchMode",
     "BenchRun",
     "BenchMetrics",
@@ -70,6 +73,9 @@ ALL_METRICS = (*BENCH_METRICS, "step_settle_s")
 #: The benchmark's members report progress and commit what they processed every 200 ms (its
 #: ``GroupTiming(progress_ms=200)``), at the first turn of their poll loop past each tick.
 BENCH_COMMIT_MS = 200.0
+#: The repetitions the presets were fitted on, and those held out to check them.
+FITTED_REPS = (1, 2, 3, 4, 5)
+HELD_OUT_REPS = (6, 7, 8, 9, 10)
 #: Seeds of the members' batch times simulated per recorded run with processing (see
 #: :func:`simulated_bench_metrics`).
 DRAWS = 5
@@ -359,20 +365,20 @@ def summary(rows: Sequence[CellComparison], bound: float = 0.25) -> dict[str, An
 
 
 def report(root: Path = BENCH_RECORDINGS) -> str:
-    """The calibration report (markdown): the presets, then per cell the held-out repetitions r4-r5
-    and the fitted ones r1-r3, recorded vs simulated."""
-    held_out = compare_cells(load_bench_runs(root, reps=[4, 5]))
-    fitted = compare_cells(load_bench_runs(root, reps=[1, 2, 3]))
+    """The calibration report (markdown): the presets, then per cell the held-out repetitions
+    (:data:`HELD_OUT_REPS`) and the fitted ones (:data:`FITTED_REPS`), recorded vs simulated."""
+    held_out = compare_cells(load_bench_runs(root, reps=HELD_OUT_REPS))
+    fitted = compare_cells(load_bench_runs(root, reps=FITTED_REPS))
     lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
              "Written by `python -m kassign.sim.bench_cli --report FILE` from `data/rebalance-bench-kafka44` "
              "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
              f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
              "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "
              "restart's six restarts (its `settle s` is mostly the harness's schedule between them).", "",
-             "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured, the others fitted on r1-r3):", ""]
+             "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured, the others fitted on r1-r5):", ""]
     lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items())
               for client, values in KAFKA44_PRESETS.items()]
-    for title, rows in (("Held out: repetitions r4-r5", held_out), ("Fitted on: repetitions r1-r3", fitted)):
+    for title, rows in (("Held out: repetitions r6-r10", held_out), ("Fitted on: repetitions r1-r5", fitted)):
         totals = summary(rows)
         lines += ["", f"## {title}", "",
                   "; ".join(f"{m}: {t['passing']}/{t['cells']} cells pass (worst {t['worst']['cell']}, "

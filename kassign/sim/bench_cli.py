@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kassign.sim.bench_calibration import (
     BENCH_RECORDINGS,
+    HELD_OUT_REPS,
     bench_config,
     client_of,
     compare_cells,
@@ -23,6 +24,7 @@ from kassign.sim.bench_calibration import (
     summary,
 )
 from kassign.sim.bench_consumer_protocol import (
+    CONSUMER_HELD_OUT_REPS,
     KIP848_RECORDINGS,
     compare_consumer_protocol,
     consumer_protocol_report,
@@ -43,11 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="calibrate the classic model (default) or the KIP-848 one (consumer-protocol runs)")
     ap.add_argument("--root", type=Path, default=None,
                     help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)")
-    ap.add_argument("--reps", default="4,5", help="comma-separated repetitions (default 4,5: the held-out ones)")
+    ap.add_argument("--reps", default=None,
+                    help="comma-separated repetitions (default: the held-out ones, 6-10 classic, 4-5 consumer)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
-    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (r4-r5 and r1-r3) here")
+    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (held-out and fitted repetitions) here")
     args = ap.parse_args(argv)
-    reps = [int(r) for r in args.reps.split(",") if r.strip()]
+    if args.reps is None:
+        reps = list(CONSUMER_HELD_OUT_REPS if args.protocol == "consumer" else HELD_OUT_REPS)
+    else:
+        try:
+            reps = [int(r) for r in args.reps.split(",") if r.strip()]
+        except ValueError:
+            ap.error(f"--reps must be comma-separated numbers, got {args.reps!r}")
     if args.protocol == "consumer":
         return _consumer_protocol(args.root or KIP848_RECORDINGS, reps, fit=args.fit, report_to=args.report)
     root = args.root or BENCH_RECORDINGS

@@ -29,13 +29,17 @@ from kassign.sim.bench_calibration import (
 from kassign.sim.bench_fit import fit_presets
 from kassign.sim.config import KAFKA44_CONSUMER_PRESETS
 
-__all__ = ["KIP848_RECORDINGS", "CONSUMER_FITTED", "consumer_protocol_runs", "compare_consumer_protocol",
+__all__ = ["KIP848_RECORDINGS", "CONSUMER_FITTED", "CONSUMER_FITTED_REPS", "CONSUMER_HELD_OUT_REPS",
+           "consumer_protocol_runs", "compare_consumer_protocol",
            "fit_consumer_presets", "consumer_protocol_report"]
 
 KIP848_RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-bench-kafka44-kip848"
 #: The latencies fitted on this protocol: no leader computes an assignment (``assign_ms``) and no
 #: MEMBER_ID_REQUIRED round trip happens (``id_rejoin_ms``).
 CONSUMER_FITTED = ("startup_ms", "poll_ms", "revocation_ms", "network_ms")
+#: The KIP-848 recordings' repetitions the presets were fitted on, and those held out.
+CONSUMER_FITTED_REPS = (1, 2, 3)
+CONSUMER_HELD_OUT_REPS = (4, 5)
 
 
 def consumer_protocol_runs(root: str | Path = KIP848_RECORDINGS, *, reps: Sequence[int] | None = None) -> list[BenchRun]:
@@ -65,8 +69,10 @@ def fit_consumer_presets(runs: Sequence[BenchRun]) -> dict[str, dict[str, float]
 
 def consumer_protocol_report(root: Path = KIP848_RECORDINGS) -> str:
     """The markdown report: the presets, then held-out r4-r5 and fitted r1-r3 per cell."""
-    sections = [("Held out: repetitions r4-r5", compare_consumer_protocol(consumer_protocol_runs(root, reps=[4, 5]))),
-                ("Fitted on: repetitions r1-r3", compare_consumer_protocol(consumer_protocol_runs(root, reps=[1, 2, 3])))]
+    sections = [("Held out: repetitions r4-r5",
+                 compare_consumer_protocol(consumer_protocol_runs(root, reps=CONSUMER_HELD_OUT_REPS))),
+                ("Fitted on: repetitions r1-r3",
+                 compare_consumer_protocol(consumer_protocol_runs(root, reps=CONSUMER_FITTED_REPS)))]
     lines = ["# The simulator's KIP-848 model against the Kafka 4.4.0 consumer-protocol recordings", "",
              "Written by `python -m kassign.sim.bench_cli --protocol consumer --report FILE` from "
              "`data/rebalance-bench-kafka44-kip848` (see its README); medians per cell, recorded vs simulated "

@@ -126,16 +126,6 @@ class BenchSimulation(Simulation):
         self._last_assign = 0.0  # the harness's phase reference
         self._last_change = 0.0  # the last change its settle check sees
 
-    def start_member(self, name: str | None = None, *, instance_id: str | None = None) -> Any:
-        """A member as the simulator starts it, with its heartbeat lateness and the benchmark
-        application's periodic commits (see :mod:`kassign.sim.member`)."""
-        member = super().start_member(name, instance_id=instance_id)
-        if isinstance(member, SimMember):
-            member.heartbeat_lag_s = self.config.latency_ms("heartbeat_lag_ms") / 1000
-            interval = self.config.commit_interval_ms
-            member.commit_interval_s = None if interval is None else interval / 1000
-        return member
-
     def emit(self, member: str, ev: str, parts: Iterable[TopicPartition] | None = None, **extra: Any) -> None:
         super().emit(member, ev, parts, **extra)
         if ev == "cb_assigned":

@@ -55,6 +55,10 @@ def load_runs(root: str | Path) -> list[RecordedRun]:
             if (d / "meta.json").is_file()]
 
 
+#: How often the recorded members committed (async, every second).
+RECORDED_COMMIT_MS = 1000.0
+
+
 def config_for(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
     """The simulator configuration of a recorded run (broker, client, strategy, timeouts)."""
     try:
@@ -65,6 +69,9 @@ def config_for(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
             "session_timeout_ms": float(meta["sess"]),
             "heartbeat_interval_ms": float(meta["hb"]),
             "rebalance_timeout_ms": float(meta["mp"]),
+            # The recorded applications commit asynchronously every second (the recordings' README);
+            # a commit is what wakes librdkafka's main thread to send a heartbeat that is due.
+            "commit_interval_ms": RECORDED_COMMIT_MS,
         }
     except KeyError as exc:
         raise ValueError(f"recording {meta.get('label', '?')!r}: unknown or missing {exc.args[0]!r}") from None

@@ -23,7 +23,12 @@ Where the poll loop comes in, per client (``client``):
   second of its last JoinGroup waits for that second to pass; and while callbacks wait for ``poll()``
   a cooperative member ignores a heartbeat's news of another rebalance ("skipping COOPERATIVE
   rebalance ... awaiting assign call"), rejoining once the callbacks are done if it revoked
-  something, else at a later heartbeat;
+  something, else at a later heartbeat. Nor does anything time its heartbeats on the classic
+  protocol: its main thread sends one that is due only when it wakes up for something else (a
+  broker's answer, an application call such as a commit or an assign, the 500 ms
+  ``max.poll.interval.ms`` check or the 1 s timer), and their interval runs from the last one sent,
+  never reset by a rebalance; so with a 250 ms interval they go 250-850 ms apart (measured:
+  ``benchmarks/librdkafka_heartbeats.py``);
 * ``aiokafka`` (kassign): the group coordinator is a task of its own, so joins and callbacks do not
   wait for the application's batch.
 
@@ -47,6 +52,7 @@ partitions marks every assignment, and a marked member rejoins right after its r
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -68,6 +74,11 @@ CLIENT_KINDS = ("java", "librdkafka", "aiokafka")
 #: librdkafka's least time between two JoinGroups of one member (``rd_interval_immediate(&rkcg_join_intvl,
 #: 1000 * 1000, now)`` in rdkafka_cgrp.c), in seconds.
 LIBRDKAFKA_JOIN_INTERVAL_S = 1.0
+#: librdkafka's main-thread timers that wake its group logic on the classic protocol: the
+#: ``max.poll.interval.ms`` check (``rkcg_max_poll_interval_tmr``, restarted by every assign call) and
+#: the generic one-second timer, in seconds.
+LIBRDKAFKA_MAX_POLL_CHECK_S = 0.5
+LIBRDKAFKA_GENERIC_TIMER_S = 1.0
 
 
 class SimulationError(RuntimeError):
@@ -133,7 +144,14 @@ class SimMember:
         self.commit_interval_s: float | None = None
         # Heartbeat lateness from a generator of its own, seeded from the batches' one without
         # drawing from it, so that the batch times stay the same with or without it.
-        self._hb_rng = random.Random(hash(self.poll.rng.getstate()))
+        # (the state's 625 words only: hashing the whole state hashes None, by address before 3.12).
+        words = self.poll.rng.getstate()[1]
+        self._hb_rng = random.Random(hash(words))
+        # librdkafka: its last heartbeat, its last assign call, and the phase of its 1 s timer (see
+        # _librdkafka_wakeup); the phase is drawn from a generator of its own, like the lateness.
+        self._last_heartbeat: float | None = None
+        self._assign_call_t: float | None = None
+        self._timer_origin_s = random.Random(hash(words) + 1).uniform(0.0, LIBRDKAFKA_GENERIC_TIMER_S)
 
     @property
     def owned(self) -> frozenset[TopicPartition]:
@@ -415,6 +433,9 @@ class SimMember:
         self.poll.set_consuming((self.consuming - outcome.revoked) | outcome.added)
         self.ctx.emit(self.name, "cb_assigned", outcome.added)
         self._callbacks_pending = False
+        if self.client == "librdkafka":
+            self._assign_call_t = self.ctx.loop.now  # restarts the max.poll.interval.ms check's timer
+            self._librdkafka_woken()  # the assign call is an operation on its main thread's queue
         if outcome.rejoin is not None:
             if outcome.revoked:
                 self._skip_join_backoff = True  # librdkafka: "rejoining group to redistribute..."
@@ -446,15 +467,38 @@ class SimMember:
 
     # -- heartbeats ----------------------------------------------------------------------------
     def _schedule_heartbeat(self, t: float) -> None:
+        if self.client == "librdkafka" and self._last_heartbeat is not None:
+            # Its heartbeat interval runs from the last heartbeat sent, whatever happened since
+            # (``rkcg_heartbeat_intvl`` is an rd_interval nothing resets on SyncGroup).
+            t = self._last_heartbeat + self._heartbeat_period_s()
         self.ctx.loop.cancel(self._heartbeat_timer)
         self.next_heartbeat_t = t
-        self._heartbeat_timer = self.ctx.loop.at(t, self._heartbeat, background=True)
+        self._heartbeat_timer = self.ctx.loop.at(max(t, self.ctx.loop.now), self._heartbeat, background=True)
+        if self.client == "librdkafka" and t <= self.ctx.loop.now:
+            self._librdkafka_woken()  # the answer that brought us here woke its main thread
+
+    def _librdkafka_woken(self) -> None:
+        """librdkafka's main thread woke for something else (a broker's answer, an assign call): a
+        heartbeat that is due goes now."""
+        if self.state == "stable" and self.next_heartbeat_t is not None and self.next_heartbeat_t <= self.ctx.loop.now:
+            self.ctx.loop.cancel(self._heartbeat_timer)
+            self._heartbeat_timer = None
+            self._send_heartbeat()
 
     def _heartbeat(self) -> None:
         self._heartbeat_timer = None
         if self.state != "stable":
             return
+        if self.client == "librdkafka":
+            wakeup = self._librdkafka_wakeup(self.ctx.loop.now)
+            if wakeup > self.ctx.loop.now + 1e-9:
+                self._heartbeat_timer = self.ctx.loop.at(wakeup, self._heartbeat, background=True)
+                return
+        self._send_heartbeat()
+
+    def _send_heartbeat(self) -> None:
         ctx = self.ctx
+        self._last_heartbeat = ctx.loop.now
         ctx.loop.after(ctx.latency("network_ms"), ctx.coordinator.heartbeat, self, self.generation, background=True)
         self._schedule_heartbeat(ctx.loop.now + self._heartbeat_period_s())
 
@@ -464,6 +508,36 @@ class SimMember:
         if self.heartbeat_lag_s <= 0:
             return self.ctx.heartbeat_s
         return self.ctx.heartbeat_s + self._hb_rng.uniform(0.0, 2 * self.heartbeat_lag_s)
+
+    def _librdkafka_wakeup(self, t: float) -> float:
+        """When librdkafka's main thread next runs its group logic, at or after ``t``.
+
+        On the classic protocol nothing times its heartbeats: ``rd_kafka_cgrp_serve`` sends one that
+        is due only when the main thread wakes, for an operation on its queue (here the
+        application's commit, at the first turn of its poll loop past each commit tick) or a timer
+        (``max.poll.interval.ms``'s check every 500 ms from the last assign call, the generic 1 s
+        timer). So its heartbeats go 250-500 ms apart, and a survivor hears of a rebalance later
+        than the interval says."""
+        ticks = [self._timer_origin_s + LIBRDKAFKA_GENERIC_TIMER_S * math.ceil(
+            (t - self._timer_origin_s) / LIBRDKAFKA_GENERIC_TIMER_S - 1e-9)]
+        if self._assign_call_t is not None:
+            ticks.append(self._assign_call_t + LIBRDKAFKA_MAX_POLL_CHECK_S * math.ceil(
+                (t - self._assign_call_t) / LIBRDKAFKA_MAX_POLL_CHECK_S - 1e-9))
+        commit = self._next_commit_t(t)
+        if commit is not None:
+            ticks.append(commit)
+        return max(t, min(ticks))
+
+    def _next_commit_t(self, t: float) -> float | None:
+        """When the application's next periodic OffsetCommit leaves, at or after ``t`` (None: it
+        commits none, or owns nothing to commit); the counterpart of :meth:`_last_commit_t`."""
+        interval, start = self.commit_interval_s, self._subscribed_at
+        if not interval or start is None or not self.poll.consuming:
+            return None
+        if self.poll.processing.busy and self.poll.batch_end is not None:
+            return max(t, self.poll.next_poll())  # batches outlast a tick: it commits after each
+        first = start + interval
+        return first + interval * max(0, math.ceil((t - first) / interval - 1e-9))
 
     def on_heartbeat_response(self, error: str | None) -> None:
         """REBALANCE_IN_PROGRESS: rejoin when this client's loop gets to it; fenced: partitions lost, rejoin."""

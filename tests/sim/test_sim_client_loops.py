@@ -7,6 +7,7 @@ MEMBER_ID_REQUIRED; an OffsetCommit keeps a classic member's session alive, as a
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 
 import pytest
@@ -49,17 +50,21 @@ def test_java_reads_each_answer_at_its_next_poll_while_it_processes_its_partitio
 
 
 def test_librdkafka_waits_a_second_between_joingroups_unless_it_gave_partitions_up() -> None:
-    # Two scale-outs 0.3 s apart: m1 learns of the second while its last JoinGroup is fresh.
+    # Two scale-outs 0.6 s apart: m1 learns of the second while its last JoinGroup is fresh.
     scenario = Scenario(3, {"topic": 12}).then(ScaleOut(1, after_s=5.0, phase=0.5), ScaleOut(1, after_s=0.6))
-    joins = {}
+    joins, revoked = {}, {}
     for client in ("librdkafka", "aiokafka"):
         result = simulate(scenario, SimConfig(client=client, **FAST))
         start = result.phases["1:scale_out"][0]
-        joins[client] = [e.t for e in result.events if e.id == "m1" and e.ev == "join" and e.t >= start]
+        mine = [e for e in result.events if e.id == "m1" and e.t >= start]
+        joins[client] = [e.t for e in mine if e.ev == "join"]
+        revoked[client] = [e.t for e in mine if e.ev == "cb_revoked_done"]
     gaps = {client: [b - a for a, b in zip(ts, ts[1:])] for client, ts in joins.items()}
     # After revoking, librdkafka rejoins at once ("rejoining group to redistribute..."); a rejoin on a
     # heartbeat's news waits for the join interval.
-    assert min(gaps["librdkafka"]) < 0.05
+    assert revoked["librdkafka"]
+    follow_up = min(t for t in joins["librdkafka"] if t >= revoked["librdkafka"][0])
+    assert follow_up - revoked["librdkafka"][0] < 0.01
     assert max(gaps["librdkafka"]) >= LIBRDKAFKA_JOIN_INTERVAL_S - 1e-9
     assert max(gaps["aiokafka"]) < LIBRDKAFKA_JOIN_INTERVAL_S
 
@@ -193,3 +198,32 @@ def test_librdkafka_does_not_rejoin_while_its_callbacks_wait_for_poll() -> None:
         revoked = next(e.t for e in mine if e.ev == "cb_revoked")
         assert revoked - first_sync > 0.05  # the callbacks waited for the batch in hand
         assert not [e for e in mine if e.ev == "join" and first_sync < e.t < revoked], member
+
+
+#: Gaps between a librdkafka member's heartbeats, measured on Kafka 4.4.0 with the benchmark's
+#: settings (heartbeat.interval.ms 250): ``benchmarks/librdkafka_heartbeats.py``, medians in
+#: ``benchmarks/results/librdkafka-heartbeats-2026-11-25-kafka44.txt``.
+MEASURED_LIBRDKAFKA_GAP_MS = {"instant": 337.0, "process": 422.0}
+
+
+@pytest.mark.parametrize("profile", ["instant", "process"])
+def test_librdkafka_heartbeats_go_when_its_main_thread_wakes(profile: str) -> None:
+    # No heartbeat timer on the classic protocol: a due heartbeat waits for a commit or a 500 ms / 1 s
+    # timer, so the gaps are well over the 250 ms interval, as measured.
+    from kassign.sim.bench_calibration import bench_config, load_bench_runs
+    from kassign.sim.bench_harness import BenchSimulation, harness_inputs
+
+    (run,) = [r for r in load_bench_runs(reps=[1]) if r.name == f"{profile}-crash-rdkafka-r1"]
+    sim = BenchSimulation(harness_inputs(run.meta, run.events()), bench_config(run.meta), seed=1)
+    sent: dict[str, list[float]] = {}
+    heartbeat = sim.coordinator.heartbeat
+
+    def record(member, generation):  # noqa: ANN001, ANN202
+        sent.setdefault(member.name, []).append(sim.loop.now)
+        return heartbeat(member, generation)
+
+    sim.coordinator.heartbeat = record
+    result = sim.run_bench()
+    gaps = [(b - a) * 1000 for times in sent.values() for a, b in zip(times, times[1:]) if b < result.triggers[0]]
+    assert len(gaps) > 30 and min(gaps) >= 250 - 1e-6
+    assert statistics.median(gaps) == pytest.approx(MEASURED_LIBRDKAFKA_GAP_MS[profile], rel=0.2)
