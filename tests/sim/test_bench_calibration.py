@@ -1,7 +1,7 @@
 """The simulator against the Apache Kafka 4.4.0 benchmark recordings (data/rebalance-bench-kafka44).
 
-The presets were fitted on repetitions r1-r3; these tests replay the held-out r4-r5 and hold the
-simulator to what README.md claims for them: unowned partition-seconds and settle time within 25 %
+The presets were fitted on repetitions r1-r5; these tests replay the held-out r6-r10 (recorded after
+the fit and never used to choose the model) and hold the simulator to what README.md claims for them: unowned partition-seconds and settle time within 25 %
 of the recorded medians and the same partition moves, in every cell but the named exceptions (each
 of which the README explains). The benchmark's metrics themselves are checked against the rows the
 benchmark wrote into every run's meta.json.
@@ -14,42 +14,45 @@ import pytest
 from kassign.sim.bench_calibration import (
     BENCH_METRICS,
     BENCH_MODES,
+    FITTED_REPS,
+    HELD_OUT_REPS,
     bench_config,
     compare_cells,
     load_bench_runs,
     recorded_bench_metrics,
+    reproducible_cells,
     simulate_bench,
 )
 from kassign.sim.bench_fit import measured_heartbeat_lag_ms
 from kassign.sim.bench_harness import harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS
 
-#: Held-out cells and metrics the simulator does not reproduce within the bound, as README.md says.
+#: What README.md claims for the held-out r6-r10: cells within 25 % (moves: equal) per metric.
+HELD_OUT_PASSING = {"unowned_ps": 28, "settle_s": 34, "moved": 41}
+#: Cells where real Kafka reproduced itself (r1-r5 and r6-r10 medians within 25 % of each other) but
+#: the simulator misses r6-r10, per metric, as README.md names them.
 KNOWN_MISSES = {
-    ("process", "crash", "eager"): {"unowned_ps"},
-    ("process", "rolling-restart", "eager"): {"unowned_ps"},
-    ("process", "scale-in", "rdkafka"): {"unowned_ps"},
-    ("process", "scale-out", "rdkafka"): {"unowned_ps"},
-    ("process", "scale-out", "java"): {"unowned_ps"},
-    ("instant", "rolling-restart", "java"): {"moved"},
-    ("process", "rolling-restart", "coop"): {"moved"},
-    ("process", "rolling-restart", "fast"): {"moved"},
-    ("process", "rolling-restart", "rdkafka"): {"moved"},
+    ("instant", "rolling-restart", "coop"): {"unowned_ps"},
+    ("process", "scale-in", "coop"): {"settle_s"},
+    ("process", "scale-in", "eager"): {"settle_s"},
+    ("process", "scale-in", "fast"): {"settle_s"},
+    ("process", "scale-out", "java"): {"settle_s"},
 }
 
 
 @pytest.fixture(scope="module")
 def held_out():  # noqa: ANN201
-    return compare_cells(load_bench_runs(reps=[4, 5]))
+    return compare_cells(load_bench_runs(reps=HELD_OUT_REPS))
 
 
 def test_the_recordings_are_all_there() -> None:
     runs = load_bench_runs()
-    assert len(runs) == 210
+    assert len(runs) == 420
     cells = {r.cell for r in runs}
     classic = {name for name, mode in BENCH_MODES.items() if mode.group_protocol == "classic"}
     assert len(cells) == 42 and {mode for _, _, mode in cells} == classic
-    assert all(sorted(r.rep for r in runs if r.cell == cell) == [1, 2, 3, 4, 5] for cell in cells)
+    assert all(sorted(r.rep for r in runs if r.cell == cell) == list(range(1, 11)) for cell in cells)
+    assert set(FITTED_REPS) | set(HELD_OUT_REPS) == set(range(1, 11)) and not set(FITTED_REPS) & set(HELD_OUT_REPS)
 
 
 def test_bench_metrics_are_the_benchmarks_own_rows() -> None:
@@ -80,8 +83,9 @@ def test_each_mode_runs_its_client_assignor_and_follow_up() -> None:
 
 def test_aiokafka_heartbeats_drift_in_the_recordings_but_not_in_the_presets() -> None:
     # Eager survivors of a crash revoke at the heartbeat that tells them: 0.86 ms late per interval
-    # (3.6 ms from heartbeat to revocation, as aiokafka's preset has it). Switched on, with a refit,
-    # the held-out cells pass no better (the calibration report), so the presets keep lockstep.
+    # (3.6 ms from heartbeat to revocation, as aiokafka's preset has it). Switched on and refitted on
+    # r1-r5 it fits them no better (loss 5.10 against 5.05, the same cells missed), so the presets
+    # keep lockstep.
     runs = load_bench_runs(reps=[1, 2, 3])
     latency = KAFKA44_PRESETS["aiokafka"]
     assert measured_heartbeat_lag_ms(runs, 2 * latency["network_ms"] + latency["poll_ms"]) == pytest.approx(0.86)
@@ -98,6 +102,10 @@ def test_harness_inputs_come_from_the_recording() -> None:
     assert inputs.launch_s == tuple(sorted(round(e.t - trigger, 6) for e in out.events()
                                            if e.ev == "subscribed" and e.t >= trigger))
     assert len(inputs.launch_s) == 3 and inputs.phase == out.meta["phase"] and inputs.members == 3
+    # The first members' subscribes, slot by slot, from the first of them: how the group formed.
+    first = {e.id: e.t for e in reversed(out.events()) if e.ev == "subscribed" and e.t < trigger}
+    assert inputs.start_s == tuple(round(first[f"m{i}"] - min(first.values()), 6) for i in (1, 2, 3))
+    assert min(inputs.start_s) == 0.0
     restart = runs["process-rolling-restart-fast-r2"]
     inputs = harness_inputs(restart.meta, restart.events())
     assert inputs.members == 6 and len(inputs.release_s) == 6 and len(inputs.gap_s) == 5
@@ -118,15 +126,22 @@ def test_a_simulated_run_fires_its_triggers_the_way_the_harness_did() -> None:
         pytest.approx(KAFKA44_PRESETS["aiokafka"]["spawn_ms"] / 1000)] * 6
 
 
-def test_held_out_repetitions_within_25_percent_of_the_recorded_medians(held_out) -> None:  # noqa: ANN001
-    assert len(held_out) == 42
-    cells = {row.cell for row in held_out}
-    assert set(KNOWN_MISSES) <= cells
-    off = [f"{'/'.join(row.cell)} {metric}: recorded {row.recorded[metric]:.3f}, simulated "
-           f"{row.simulated[metric]:.3f} ({row.rel_err(metric):+.0%})"
-           for row in held_out for metric in BENCH_METRICS
-           if metric not in KNOWN_MISSES.get(row.cell, set()) and not row.passes(metric)]
+def test_held_out_repetitions_within_25_percent_wherever_kafka_reproduces_itself(held_out) -> None:  # noqa: ANN001
+    stable = reproducible_cells(load_bench_runs())
+    # Two sets of five real runs hours apart agree within the bound in only some cells: those are the
+    # ones a prediction can be held to.
+    assert {metric: len(cells) for metric, cells in stable.items()} == {"unowned_ps": 26, "settle_s": 35, "moved": 39}
+    rows = {row.cell: row for row in held_out}
+    assert len(rows) == 42 and set(KNOWN_MISSES) <= set(rows)
+    off = [f"{'/'.join(cell)} {metric}: recorded {rows[cell].recorded[metric]:.3f}, simulated "
+           f"{rows[cell].simulated[metric]:.3f} ({rows[cell].rel_err(metric):+.0%})"
+           for metric in BENCH_METRICS for cell in sorted(stable[metric])
+           if metric not in KNOWN_MISSES.get(cell, set()) and not rows[cell].passes(metric)]
     assert not off, "\n".join(off)
+
+
+def test_held_out_pass_counts_are_the_readmes(held_out) -> None:  # noqa: ANN001
+    assert {m: sum(row.passes(m) for row in held_out) for m in BENCH_METRICS} == HELD_OUT_PASSING
 
 
 def test_the_known_misses_are_still_misses(held_out) -> None:  # noqa: ANN001
