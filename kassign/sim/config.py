@@ -74,11 +74,11 @@ KAFKA44_PRESETS: dict[str, dict[str, float]] = {
 #: play no part there (no leader, no MEMBER_ID_REQUIRED). ``poll_ms`` here is the client's delay from a
 #: heartbeat's new assignment to starting its reconciliation.
 KAFKA44_CONSUMER_PRESETS: dict[str, dict[str, float]] = {
-    "aiokafka": {"spawn_ms": 5.9, "startup_ms": 10.0, "poll_ms": 50.0, "revocation_ms": 0.0, "assign_ms": 2.5,
-                 "network_ms": 0.06, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "java": {"spawn_ms": 1.5, "startup_ms": 255.0, "poll_ms": 40.0, "revocation_ms": 16.2, "assign_ms": 4.3,
+    "aiokafka": {"spawn_ms": 5.9, "startup_ms": 5.0, "poll_ms": 35.0, "revocation_ms": 0.0, "assign_ms": 2.5,
+                 "network_ms": 0.04, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
+    "java": {"spawn_ms": 1.5, "startup_ms": 63.75, "poll_ms": 1.0, "revocation_ms": 24.3, "assign_ms": 4.3,
              "network_ms": 7.0, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "librdkafka": {"spawn_ms": 35.9, "startup_ms": 10.0, "poll_ms": 50.0, "revocation_ms": 8.48, "assign_ms": 1.0,
+    "librdkafka": {"spawn_ms": 35.9, "startup_ms": 12.75, "poll_ms": 1.0, "revocation_ms": 10.81, "assign_ms": 1.0,
                    "network_ms": 0.17, "id_rejoin_ms": 240.0, "heartbeat_lag_ms": 0.0},
 }
 
