@@ -89,3 +89,25 @@ def test_command_line_lists_the_scenarios_and_modes_and_rejects_unknown_ones():
     assert all(name in text for name in [*SCENARIOS, *MODES, *PROFILES])
     bad = subprocess.run(run + ["--scenarios", "scale-sideways"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "scale-sideways" in bad.stderr
+
+
+def test_librdkafka_heartbeat_gaps_come_from_its_debug_log(tmp_path) -> None:  # noqa: ANN001
+    from benchmarks.librdkafka_heartbeats import SKIP, heartbeat_gaps_ms
+
+    sent = [100.0 + 0.3 * i for i in range(SKIP + 3)] + [103.0]
+    lines = [f"%7|{t:.3f}|HEARTBEAT|m1#consumer-1| [thrd:main]: GroupCoordinator/1: Heartbeat for group \"g\" "
+             f"generation id 3" for t in sent]
+    lines.insert(2, "%7|100.450|HEARTBEAT|m1#consumer-1| [thrd:main]: Group \"g\" heartbeat error response ...")
+    log = tmp_path / "m1.stderr"
+    log.write_text("\n".join(lines) + "\n")
+    gaps = heartbeat_gaps_ms(log)
+    # The first SKIP gaps (joining) are left out; an error line is not a heartbeat sent.
+    assert gaps == [300.0, 300.0, round((103.0 - sent[-2]) * 1000, 1)]
+
+
+def test_librdkafka_heartbeats_refuses_a_bad_steady_stretch(capsys) -> None:  # noqa: ANN001
+    from benchmarks.librdkafka_heartbeats import main
+
+    with pytest.raises(SystemExit):
+        main(["--steady-s", "0"])
+    assert "--steady-s must be positive, got 0.0" in capsys.readouterr().err

@@ -9,7 +9,9 @@ import pytest
 
 from kassign.timeline.events import Event
 from kassign.timeline.metrics import (
+    CLOCK_SLACK_S,
     GONE_EVENTS,
+    change_settles,
     count_generations,
     delivery_counts,
     kept_partitions,
@@ -96,3 +98,17 @@ def test_delivery_counts_duplicates_and_lost():
     processed = {P0: Counter({0: 1, 1: 3, 2: 1}), P1: Counter({0: 2})}
     produced = {P0: [0, 1, 2, 3], P1: [0, 1], P2: [0]}
     assert delivery_counts(processed, produced) == (3, 3)  # 2 + 1 extra; 0:3, 1:1, 2:0 never processed
+
+
+def test_a_change_settles_before_the_next_one_starts_even_on_a_millisecond_clock():
+    # Two restarts at 20.0 and 25.0: the second leaver's close, stamped by a clock that truncates to
+    # milliseconds, reads 0.4 ms before the trigger that asked for it; it belongs to the second restart.
+    timeline = [*COOPERATIVE,
+                ev("m1", 20.0, "closing"), ev("m2", 20.3, "cb_assigned", [0, 1], gen=4),
+                ev("m2", 25.0 - 0.0004, "closing"), ev("m3", 25.4, "cb_assigned", [0, 1, 2], gen=5)]
+    assert change_settles(timeline, [20.0, 25.0], 30.0) == [20.3, 25.4]
+    # An event further before the next change than a clock can be off is still this change's.
+    late = [*timeline, ev("m2", 25.0 - 2 * CLOCK_SLACK_S, "cb_revoked", [2])]
+    assert change_settles(late, [20.0, 25.0], 30.0) == [25.0 - 2 * CLOCK_SLACK_S, 25.4]
+    # Nothing happened after a change: it settles at once.
+    assert change_settles(COOPERATIVE, [13.0], 30.0) == [13.0]
