@@ -48,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reps", default=None,
                     help="comma-separated repetitions (default: the held-out ones, 6-10 classic, 4-5 consumer)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
-    ap.add_argument("--report", type=Path, default=None, help="write the markdown report (held-out and fitted repetitions) here")
+    ap.add_argument("--report", type=Path, default=None,
+                    help="write the markdown report (held-out and fitted repetitions) here")
     args = ap.parse_args(argv)
     if args.reps is None:
         reps = list(CONSUMER_HELD_OUT_REPS if args.protocol == "consumer" else HELD_OUT_REPS)

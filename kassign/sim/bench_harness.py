@@ -50,10 +50,10 @@ class HarnessInputs:
     ``start_s``: the first members' ``subscribed``, slot by slot (``m1``, ``m2``...), after the first
     of them (the harness starts their processes one after another, and how the group forms decides
     who owns which partitions when the change comes); ``launch_s``: a scale-out's new members'
-    ``subscribed`` after the trigger (their processes start at it); ``release_s``: per restart, the replacement's ``subscribed`` after its predecessor's
-    ``closed``; ``gap_s``: per restart after the first, from the previous restart's settle to the
-    harness's phase wait (its ``wait_settled``, the next replacement's start-up until ``ready``, and
-    its polling).
+    ``subscribed`` after the trigger (their processes start at it); ``release_s``: per restart, the
+    replacement's ``subscribed`` after its predecessor's ``closed``; ``gap_s``: per restart after
+    the first, from the previous restart's settle to the harness's phase wait (its ``wait_settled``,
+    the next replacement's start-up until ``ready``, and its polling).
     """
 
     scenario: str

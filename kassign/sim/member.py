@@ -516,8 +516,8 @@ class SimMember:
         is due only when the main thread wakes, for an operation on its queue (here the
         application's commit, at the first turn of its poll loop past each commit tick) or a timer
         (``max.poll.interval.ms``'s check every 500 ms from the last assign call, the generic 1 s
-        timer). So its heartbeats go 250-500 ms apart, and a survivor hears of a rebalance later
-        than the interval says."""
+        timer). So its heartbeats go further apart than the interval (250-850 ms measured for
+        250 ms), and a survivor hears of a rebalance later than the interval says."""
         ticks = [self._timer_origin_s + LIBRDKAFKA_GENERIC_TIMER_S * math.ceil(
             (t - self._timer_origin_s) / LIBRDKAFKA_GENERIC_TIMER_S - 1e-9)]
         if self._assign_call_t is not None:

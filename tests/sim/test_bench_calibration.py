@@ -149,3 +149,11 @@ def test_the_known_misses_are_still_misses(held_out) -> None:  # noqa: ANN001
     rows = {row.cell: row for row in held_out}
     still = {cell: {m for m in metrics if not rows[cell].passes(m)} for cell, metrics in KNOWN_MISSES.items()}
     assert still == KNOWN_MISSES
+
+
+def test_the_cli_refuses_repetitions_that_are_not_numbers(capsys) -> None:  # noqa: ANN001
+    from kassign.sim.bench_cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--reps", "6,x"])
+    assert "--reps must be comma-separated numbers, got '6,x'" in capsys.readouterr().err
