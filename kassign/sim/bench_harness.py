@@ -25,8 +25,7 @@ from kassign.sim.config import SimConfig
 from kassign.sim.member import SimMember
 from kassign.sim.scenarios import Scenario
 from kassign.sim.simulator import Simulation
-from kassign.timeline.events import Event
-from kassign.timeline.metrics import OWNERSHIP_EVENTS
+from kassign.timeline.events import OWNERSHIP_EVENTS, Event
 
 __all__ = ["SCENARIOS", "TOPIC", "HarnessInputs", "harness_inputs", "BenchSimulation", "BenchRunResult"]
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from kassign.model import TopicPartition
-from kassign.timeline.events import DEFAULT_TOPIC, Event, partition_of
+from kassign.timeline.events import DEFAULT_TOPIC, OWNERSHIP_EVENTS, Event, partition_of
 
 __all__ = [
     "OwnershipInterval",
@@ -67,8 +67,6 @@ ROUND_GAP_S = 0.25
 #: How early a member's clock may stamp an event: Java members (``java/JavaMember.java`` before
 #: microsecond stamps) wrote ``System.currentTimeMillis()``, up to a millisecond before the instant.
 CLOCK_SLACK_S = 0.001
-#: Callbacks that change what a member owns.
-OWNERSHIP_EVENTS = frozenset({"cb_assigned", "cb_revoked", "cb_lost"})
 
 
 class OwnershipInterval(NamedTuple):
@@ -232,7 +230,7 @@ def phase_metrics(
         or (e.ev == "crash" and any(e.id in ms for ms in owners_before.values()))
         or (e.ev in RELEASE_EVENTS and (e.id, e.t) in released)
     ]
-    changes = [e.t for e in inside if e.ev in ("cb_assigned", "cb_revoked", "cb_lost") and e.parts]
+    changes = [e.t for e in inside if e.ev in OWNERSHIP_EVENTS and e.parts]
     assigns = [e.t for e in inside if e.ev == "cb_assigned"]
     settle = max(changes) if changes else (max(assigns) if assigns else first_t)
     first_loss = min(losses) if losses else first_t
