@@ -15,6 +15,7 @@ bounce. Measured: the unowned partition-seconds of each bounce, printed (``-s``)
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.broker.group_config import consumer_group_type, set_consumer_group_timing  # noqa: E402
 from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
+    change_settles,
     kept_partitions,
     ownership_intervals,
     unowned_partition_seconds,
@@ -79,8 +81,7 @@ def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], prot
         group.wait_settled(120, balanced=True)
         members[slot] = replacement
         events = group.events()
-        settle = max((e.t for e in events if e.t >= start and (e.ev in GONE_EVENTS or
-                      (e.parts and e.ev in ("cb_assigned", "cb_revoked", "cb_lost")))), default=start)
+        (settle,) = change_settles(events, [start], math.inf)
         intervals = ownership_intervals(events, release_events=GONE_EVENTS)
         bounces.append(Bounce(slot, kind, protocol, start, settle,
                               unowned_partition_seconds(intervals, group.partitions, start, settle),
