@@ -13,6 +13,7 @@ import pytest
 
 from kassign.sim.bench_calibration import (
     BENCH_METRICS,
+    BENCH_RECORDINGS,
     BENCH_MODES,
     FITTED_REPS,
     HELD_OUT_REPS,
@@ -23,6 +24,7 @@ from kassign.sim.bench_calibration import (
     reproducible_cells,
     simulate_bench,
 )
+from kassign.sim.bench_consumer_protocol import KIP848_RECORDINGS
 from kassign.sim.bench_fit import measured_heartbeat_lag_ms
 from kassign.sim.bench_harness import harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS
@@ -55,8 +57,9 @@ def test_the_recordings_are_all_there() -> None:
     assert set(FITTED_REPS) | set(HELD_OUT_REPS) == set(range(1, 11)) and not set(FITTED_REPS) & set(HELD_OUT_REPS)
 
 
-def test_bench_metrics_are_the_benchmarks_own_rows() -> None:
-    for run in load_bench_runs():
+@pytest.mark.parametrize("root", [BENCH_RECORDINGS, KIP848_RECORDINGS], ids=["classic", "kip848"])
+def test_bench_metrics_are_the_benchmarks_own_rows(root) -> None:  # noqa: ANN001
+    for run in load_bench_runs(root):
         mine, theirs = recorded_bench_metrics(run), run.meta["result"]
         assert mine.unowned_ps == pytest.approx(theirs["unowned_ps"], abs=1e-3), run.name
         assert mine.settle_s == pytest.approx(theirs["settle_s"], abs=1e-3), run.name
