@@ -395,8 +395,9 @@ def reproducible_cells(runs: Iterable[BenchRun], bound: float = 0.25) -> dict[st
 def report(root: Path = BENCH_RECORDINGS) -> str:
     """The calibration report (markdown): the presets, then per cell the held-out repetitions
     (:data:`HELD_OUT_REPS`) and the fitted ones (:data:`FITTED_REPS`), recorded vs simulated."""
-    held_out = compare_cells(load_bench_runs(root, reps=HELD_OUT_REPS))
-    fitted = compare_cells(load_bench_runs(root, reps=FITTED_REPS))
+    runs = load_bench_runs(root)
+    held_out = compare_cells(r for r in runs if r.rep in HELD_OUT_REPS)
+    fitted = compare_cells(r for r in runs if r.rep in FITTED_REPS)
     lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
              "Written by `python -m kassign.sim.bench_cli --report FILE` from `data/rebalance-bench-kafka44` "
              "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
@@ -406,7 +407,6 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
              "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured, the others fitted on r1-r5):", ""]
     lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items())
               for client, values in KAFKA44_PRESETS.items()]
-    runs = load_bench_runs(root)
     stable = reproducible_cells(runs)
     by_cell = {row.cell: row for row in held_out}
     lines += ["", "## Held out, where Kafka reproduces itself", "",
