@@ -37,8 +37,8 @@ has joined (the application's last synchronous commit is held until the round is
 member told to stop while its JoinGroup is parked takes part in that round before it leaves. How long batches take is
 :class:`~kassign.sim.processing.Processing`'s; each member draws from its own seeded generator.
 
-Two refinements are off unless set (:class:`~kassign.sim.bench_harness.BenchSimulation` sets them
-from its config): ``heartbeat_lag_s``, the mean lateness of each heartbeat (a heartbeat timer that
+Two refinements are off unless set (every simulation sets them from ``SimConfig.heartbeat_lag_ms``
+and ``SimConfig.commit_interval_ms``): ``heartbeat_lag_s``, the mean lateness of each heartbeat (a heartbeat timer that
 wakes a little late each interval, so members that synced together drift apart by a few milliseconds
 over a few seconds, and a departure can land between their heartbeats: some hear of it one interval
 after the others); and ``commit_interval_s``, the application's periodic OffsetCommit, which keeps a
@@ -105,11 +105,13 @@ class SimMember:
     """One incarnation of a consumer: ``name`` is its id in the timeline (``m1``...), ``id`` its
     broker member id (a new one per restart, as a real consumer gets). ``fast_follow_up``: a
     kassign consumer that sets and acts on the follow-up mark. ``client``: one of
-    :data:`CLIENT_KINDS`; ``processing``: its work per poll batch, drawn from ``rng``."""
+    :data:`CLIENT_KINDS`; ``processing``: its work per poll batch, drawn from ``rng``;
+    ``heartbeat_lag_s`` and ``commit_interval_s``: see the module docstring."""
 
     def __init__(self, name: str, incarnation: int, ctx: GroupContext, assignor: Any, topics: Iterable[str],
                  instance_id: str | None = None, fast_follow_up: bool = False, *, client: str = "java",
-                 processing: Processing | None = None, rng: random.Random | None = None) -> None:
+                 processing: Processing | None = None, rng: random.Random | None = None,
+                 heartbeat_lag_s: float = 0.0, commit_interval_s: float | None = None) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
         self.name = name
@@ -140,8 +142,8 @@ class SimMember:
         self._subscribed_at: float | None = None
         #: Mean lateness of a heartbeat (seconds), and the application's commit interval (None: no
         #: periodic commits); see the module docstring.
-        self.heartbeat_lag_s = 0.0
-        self.commit_interval_s: float | None = None
+        self.heartbeat_lag_s = heartbeat_lag_s
+        self.commit_interval_s = commit_interval_s
         # Heartbeat lateness from a generator of its own, seeded from the batches' one without
         # drawing from it, so that the batch times stay the same with or without it.
         # (the state's 625 words only: hashing the whole state hashes None, by address before 3.12).

@@ -167,13 +167,13 @@ class _Simulation:
                                                  processing=self.processing, rng=rng,
                                                  rebalance_timeout_ms=int(self.config.rebalance_timeout_ms))
         else:
+            interval = self.config.commit_interval_ms
             member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
                                instance_id=(instance_id or name) if self.config.static_membership else None,
                                fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
-                               processing=self.processing, rng=rng)
-            member.heartbeat_lag_s = self.config.latency_ms("heartbeat_lag_ms") / 1000
-            interval = self.config.commit_interval_ms
-            member.commit_interval_s = None if interval is None else interval / 1000
+                               processing=self.processing, rng=rng,
+                               heartbeat_lag_s=self.config.latency_ms("heartbeat_lag_ms") / 1000,
+                               commit_interval_s=None if interval is None else interval / 1000)
         self.members[name] = member
         member.start()
         return member
