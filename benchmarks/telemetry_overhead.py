@@ -67,7 +67,7 @@ def run_confluent(bootstrap: str, topic: str, records: int,
                   recorder: RebalanceRecorder | None) -> tuple[float, float]:
     from confluent_kafka import Consumer
 
-    from kassign.adapters.confluent import close
+    from kassign.telemetry.confluent_glue import close
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3,

@@ -1,10 +1,13 @@
 """The import rules of the source tree, read with ``ast`` (nothing is imported or run):
 
 * no module of ``kassign`` imports ``integration`` or ``benchmarks`` (the installed package has neither);
-* the core (``kassign/assignors``, ``kassign/protocol``, ``kassign/model.py``) imports none of
-  ``kassign.adapters``, ``kassign.sim``, ``kassign.demo`` or ``integration``;
+* the core (``kassign/assignors``, ``kassign/protocol``, ``kassign/membership``, ``kassign/timeline``,
+  ``kassign/model.py``) imports none of ``kassign.adapters``, ``kassign.sim``, ``kassign.demo`` or
+  ``integration``;
 * no adapter (``kassign/adapters``) imports ``kassign.sim``: what both need (wire formats such as the
-  follow-up mark) lives in ``kassign.protocol``.
+  follow-up mark) lives in ``kassign.protocol``;
+* no adapter imports ``kassign.telemetry``: the recorder's client glue lives in the telemetry package
+  and reaches down to the adapters, never the other way round (that made an import circle).
 
 Every import counts: ``import x``, ``from x import y`` (relative ones resolved), imports inside
 functions, and ``importlib.import_module("x")`` / ``__import__("x")`` with a literal name.
@@ -24,10 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (files or folders the rule covers, module prefixes they must not import, why)
 RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (("kassign",), ("integration", "benchmarks"), "kassign is installed without integration/ and benchmarks/"),
-    (("kassign/assignors", "kassign/protocol", "kassign/model.py"),
+    (("kassign/assignors", "kassign/protocol", "kassign/membership", "kassign/timeline", "kassign/model.py"),
      ("kassign.adapters", "kassign.sim", "kassign.demo", "integration"),
      "the core knows no client, simulator, demo or test tooling"),
     (("kassign/adapters",), ("kassign.sim",), "an adapter does not lean on the simulator"),
+    (("kassign/adapters",), ("kassign.telemetry",), "telemetry observes the adapters, not the other way round"),
 ]
 
 
@@ -101,6 +105,10 @@ def test_the_source_tree_keeps_its_import_rules():
     ("kassign/model.py", "from kassign import demo\n", "kassign/model.py:1 imports kassign.demo"),
     ("kassign/adapters/aiokafka/x.py", "import importlib\nimportlib.import_module('kassign.sim.member')\n",
      "kassign/adapters/aiokafka/x.py:2 imports kassign.sim.member"),
+    ("kassign/membership/x.py", "from kassign.adapters.aiokafka import internals\n",
+     "kassign/membership/x.py:1 imports kassign.adapters.aiokafka"),
+    ("kassign/adapters/confluent.py", "from kassign.telemetry.recorder import RebalanceRecorder\n",
+     "kassign/adapters/confluent.py:1 imports kassign.telemetry.recorder"),
     ("kassign/adapters/x.py", "from kassign.simulation_free import y\n", None),  # a prefix of a name is no match
     ("kassign/sim/x.py", "from kassign.adapters.aiokafka import follow_up\n", None),  # allowed outside the core
 ])

@@ -5,8 +5,9 @@ arithmetic operations under a lock) and, as a JSON object in the ``kassign.timel
 bounded queue that a background thread drains into the sink. The consumer's thread never waits
 for the sink and never sees its errors.
 
-Client glue lives in ``kassign.adapters`` and is imported only when one of the attach methods is
-called, so this module needs nothing beyond the standard library.
+Client glue lives in :mod:`kassign.telemetry.aiokafka_glue` and :mod:`kassign.telemetry.confluent_glue`
+and is imported only when one of the attach methods is called, so this module needs nothing beyond
+the standard library.
 """
 
 from __future__ import annotations
@@ -257,13 +258,13 @@ class RebalanceRecorder:
         Returns the consumer. confluent-kafka consumers cannot be patched: use
         :meth:`confluent_callbacks` in their ``subscribe`` call.
         """
-        from kassign.adapters.telemetry_aiokafka import attach
+        from kassign.telemetry.aiokafka_glue import attach
 
         return attach(self, consumer)
 
     def wrap_listener(self, listener: Any = None) -> Any:
         """An aiokafka ``ConsumerRebalanceListener`` that records around ``listener`` (None: no user listener)."""
-        from kassign.adapters.telemetry_aiokafka import wrap_listener
+        from kassign.telemetry.aiokafka_glue import wrap_listener
 
         return wrap_listener(self, listener)
 
@@ -293,7 +294,7 @@ class RebalanceRecorder:
                             on_revoke: Callable[..., Any] | None = None,
                             on_lost: Callable[..., Any] | None = None) -> dict[str, Callable[..., Any]]:
         """``on_assign``/``on_revoke``/``on_lost`` keyword arguments for confluent-kafka's ``subscribe``."""
-        from kassign.adapters.confluent import recording_callbacks
+        from kassign.telemetry.confluent_glue import recording_callbacks
 
         return recording_callbacks(self, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
 

@@ -206,7 +206,7 @@ class ConfluentMember:
         self.thread.start()
 
     def _run(self) -> None:
-        from kassign.adapters.confluent import close
+        from kassign.telemetry.confluent_glue import close
 
         while not self._stop.is_set():
             msg = self.consumer.poll(0.1)

@@ -37,6 +37,7 @@ __all__ = [
     "carry_fetch_state",
     "wait_for_metadata",
     "close_started",
+    "group_id_of",
 ]
 
 #: The aiokafka releases whose internals this module was written against: [low, high).
@@ -131,3 +132,8 @@ async def wait_for_metadata(client: Any) -> None:
 def close_started(coordinator: Any) -> bool:
     """Whether the coordinator's ``close()`` has begun."""
     return coordinator._closing.done()
+
+
+def group_id_of(consumer: Any) -> str | None:
+    """The consumer's ``group_id`` (None without one, or for an object that is not an aiokafka consumer)."""
+    return getattr(consumer, "_group_id", None)

@@ -13,17 +13,17 @@ user's ``on_revoke`` receives lost partitions, as confluent-kafka itself does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from kassign.telemetry.recorder import RebalanceRecorder
+from kassign.telemetry.hooks import RecorderHooks
 
-__all__ = ["recording_callbacks", "protocol_of_config", "close"]
+__all__ = ["recording_callbacks", "close"]
 
 Callback = Callable[[Any, list[Any]], Any]
 
 
-def _timed(recorder: RebalanceRecorder, kind: str, user: Callback | None) -> Callback:
+def _timed(recorder: RecorderHooks, kind: str, user: Callback | None) -> Callback:
     clock = recorder.clock
 
     def callback(consumer: Any, partitions: list[Any]) -> None:
@@ -40,7 +40,7 @@ def _timed(recorder: RebalanceRecorder, kind: str, user: Callback | None) -> Cal
     return callback
 
 
-def recording_callbacks(recorder: RebalanceRecorder, *, on_assign: Callback | None = None,
+def recording_callbacks(recorder: RecorderHooks, *, on_assign: Callback | None = None,
                         on_revoke: Callback | None = None, on_lost: Callback | None = None) -> dict[str, Callback]:
     """The ``on_assign``/``on_revoke``/``on_lost`` keyword arguments for ``Consumer.subscribe``."""
     for name, cb in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
@@ -53,13 +53,7 @@ def recording_callbacks(recorder: RebalanceRecorder, *, on_assign: Callback | No
     }
 
 
-def protocol_of_config(config: Mapping[str, Any]) -> str:
-    """The rebalance protocol a librdkafka configuration selects: cooperative only with cooperative-sticky alone."""
-    strategies = [s.strip() for s in str(config.get("partition.assignment.strategy", "range,roundrobin")).split(",")]
-    return "cooperative" if strategies and all(s == "cooperative-sticky" for s in strategies) else "eager"
-
-
-def close(recorder: RebalanceRecorder, consumer: Any) -> None:
+def close(recorder: RecorderHooks, consumer: Any) -> None:
     """``consumer.close()`` between the recorder's ``closing`` and ``closed`` events."""
     recorder.closing()
     try:

@@ -7,6 +7,9 @@ aiokafka handles it exactly as before. It also forwards the recorder's rebalance
 protocol): a consumer that knows when it sends JoinGroup and receives SyncGroup, or when it starts
 and ends a reconciliation (kassign's cooperative consumer, either protocol), can call them on the
 listener it was given.
+
+Imported by :class:`~kassign.telemetry.recorder.RebalanceRecorder` when one of its aiokafka
+methods is called (aiokafka is an optional dependency).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Any
 
 from aiokafka.abc import ConsumerRebalanceListener
 
+from kassign.adapters.aiokafka.internals import group_id_of
 from kassign.model import RebalanceProtocol
-from kassign.telemetry.recorder import RebalanceRecorder
+from kassign.telemetry.hooks import RecorderHooks
 
 __all__ = ["RecordingListener", "wrap_listener", "attach", "protocol_of"]
 
@@ -26,7 +30,7 @@ __all__ = ["RecordingListener", "wrap_listener", "attach", "protocol_of"]
 class RecordingListener(ConsumerRebalanceListener):
     """Records around ``listener`` (or around nothing when it is None)."""
 
-    def __init__(self, recorder: RebalanceRecorder, listener: Any = None) -> None:
+    def __init__(self, recorder: RecorderHooks, listener: Any = None) -> None:
         self.recorder = recorder
         self.listener = listener
 
@@ -70,7 +74,7 @@ class RecordingListener(ConsumerRebalanceListener):
         self.recorder.heartbeat_completed(latency_ms, error, answered)
 
 
-def wrap_listener(recorder: RebalanceRecorder, listener: Any = None) -> RecordingListener:
+def wrap_listener(recorder: RecorderHooks, listener: Any = None) -> RecordingListener:
     """A listener for ``consumer.subscribe(..., listener=...)`` that records around ``listener``."""
     if isinstance(listener, RecordingListener):
         raise ValueError(f"listener {listener!r} already records to {listener.recorder.member!r}")
@@ -92,7 +96,7 @@ def protocol_of(consumer: Any) -> str:
     return "eager"
 
 
-def attach(recorder: RebalanceRecorder, consumer: Any) -> Any:
+def attach(recorder: RecorderHooks, consumer: Any) -> Any:
     """Patch this consumer instance: ``subscribe`` records and wraps the listener, ``stop`` records closing.
 
     Takes the group id and (unless the recorder was given one) the protocol from the consumer.
@@ -101,7 +105,7 @@ def attach(recorder: RebalanceRecorder, consumer: Any) -> Any:
     if getattr(consumer, "_kassign_recorder", None) is not None:
         raise ValueError(f"consumer {consumer!r} already has a recorder attached")
     if recorder.group is None:
-        recorder.group = getattr(consumer, "_group_id", None)
+        recorder.group = group_id_of(consumer)
     if not recorder.protocol_given:
         recorder.protocol = protocol_of(consumer)
     original_subscribe = consumer.subscribe
