@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=None,
                     help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)")
     ap.add_argument("--reps", default=None,
-                    help="comma-separated repetitions (default: the held-out ones, 6-10 classic, 4-5 consumer)")
+                    help="comma-separated repetitions (default: the held-out ones, 11-20 classic, 4-5 consumer)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
     ap.add_argument("--report", type=Path, default=None,
                     help="write the markdown report (held-out and fitted repetitions) here")

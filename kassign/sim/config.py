@@ -52,7 +52,7 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 #: The same latencies for the Kafka 4.4.0 benchmark recordings in data/rebalance-bench-kafka44
 #: (session 1.5 s, heartbeat 250 ms, every member its own process on one machine): ``spawn_ms``
 #: measured there, the others fitted (``python -m kassign.sim.bench_cli --reps 1,2,3,4,5 --fit``)
-#: to repetitions r1-r5, r6-r10 held out. A Java consumer's first JoinGroup comes 0.36 s after
+#: to repetitions r1-r5, r6-r20 held out. A Java consumer's first JoinGroup comes 0.36 s after
 #: ``subscribe()`` (a fresh JVM finds its coordinator), and librdkafka's JoinGroup with its member
 #: id 0.24 s after the MEMBER_ID_REQUIRED answer (what the recordings show; the cause inside
 #: librdkafka is not pinned down). ``heartbeat_lag_ms`` stays 0 (heartbeats in lockstep): the
