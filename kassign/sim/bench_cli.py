@@ -14,11 +14,11 @@ from pathlib import Path
 
 from kassign.sim.bench_calibration import (
     BENCH_RECORDINGS,
-    HELD_OUT_REPS,
     bench_config,
     client_of,
     compare_cells,
     format_cells,
+    is_held_out,
     load_bench_runs,
     report,
     summary,
@@ -46,25 +46,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=None,
                     help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)")
     ap.add_argument("--reps", default=None,
-                    help="comma-separated repetitions (default: the held-out ones, 11-20 classic, 4-5 consumer)")
+                    help="comma-separated repetitions (default: the held-out ones: classic 21-30 of the aiokafka "
+                         "modes and 11-20 of Java's and librdkafka's, consumer 4-5)")
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
     ap.add_argument("--report", type=Path, default=None,
                     help="write the markdown report (held-out and fitted repetitions) here")
     args = ap.parse_args(argv)
-    if args.reps is None:
-        reps = list(CONSUMER_HELD_OUT_REPS if args.protocol == "consumer" else HELD_OUT_REPS)
-    else:
+    reps: list[int] | None = None
+    if args.reps is not None:
         try:
             reps = [int(r) for r in args.reps.split(",") if r.strip()]
         except ValueError:
             ap.error(f"--reps must be comma-separated numbers, got {args.reps!r}")
     if args.protocol == "consumer":
-        return _consumer_protocol(args.root or KIP848_RECORDINGS, reps, fit=args.fit, report_to=args.report)
+        return _consumer_protocol(args.root or KIP848_RECORDINGS, list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
+                                  fit=args.fit, report_to=args.report)
     root = args.root or BENCH_RECORDINGS
     if args.report is not None:
         args.report.write_text(report(root))
         return 0
-    runs = load_bench_runs(root, reps=reps)
+    runs = load_bench_runs(root, reps=reps) if reps is not None else [r for r in load_bench_runs(root) if is_held_out(r)]
     presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
     if args.fit:
         for client in presets:
