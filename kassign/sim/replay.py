@@ -451,18 +451,28 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
     starts: list[tuple[str, float, int, int]] = []  # (name, recorded time, members before, after)
     fire_prev = 0.0
     dropped: list[MembershipChange] = []
+    # In a static group, the group.instance.ids of members that closed and were not replaced yet: the
+    # next members to join take them over, as a restart's replacement does (a member's id is its
+    # simulated name unless it took one over).
+    vacated: list[str] = []
+    instance_of: dict[str, str] = {}
     for index, group in enumerate(groups[1:]):
         kind = group[0].kind
         before = len(live)
         if kind == "join":
             for change in group:
                 start(change.member)
-            step: Step = ScaleOut(len(group))
+            reused = tuple(vacated[:len(group)])
+            del vacated[:len(group)]
+            instance_of.update(zip(live[len(live) - len(group):], reused))
+            step: Step = ScaleOut(len(group), instance_ids=reused)
         elif kind == "leave":
             if len(group) >= len(live) and index == len(groups) - 2:
                 dropped = group  # the group's shutdown: nobody is left to take partitions over
                 break
             step = ScaleIn(len(group))
+            if config.static_membership:
+                vacated.extend(instance_of.get(name, name) for name in live[-len(group):])
             _close_newest([c.member for c in group], sim_names, live, notes, t0, group[0].t)
         else:
             if len(live) <= 1 and index == len(groups) - 2:
@@ -510,7 +520,7 @@ def _close_newest(leaving: list[str], sim_names: dict[str, str], live: list[str]
 
 def _with_timing(step: Step, after_s: float, phase: float | None) -> Step:
     if isinstance(step, ScaleOut):
-        return ScaleOut(step.count, after_s=after_s, phase=phase)
+        return ScaleOut(step.count, after_s=after_s, phase=phase, instance_ids=step.instance_ids)
     if isinstance(step, ScaleIn):
         return ScaleIn(step.count, after_s=after_s, phase=phase)
     return Crash(step.member, after_s=after_s, phase=phase)
@@ -572,7 +582,8 @@ def replay(recording: Recording, config: SimConfig | None = None, **settings: An
     return ReplayReport(
         label=recording.label,
         recorded_as=_recorded_as(recording),
-        simulated_as=f"{config.assignor} ({protocol})",
+        simulated_as=f"{config.assignor} ({protocol}"
+                     + ", static" * config.static_membership + ", fast follow-up" * config.fast_follow_up + ")",
         config=config,
         plan=plan,
         result=result,

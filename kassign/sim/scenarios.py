@@ -33,11 +33,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ScaleOut:
-    """``count`` new members start."""
+    """``count`` new members start; in a static group the first of them take ``instance_ids`` as their
+    ``group.instance.id`` (replacements of closed static members), the others their own names."""
 
     count: int = 1
     after_s: float = 10.0
     phase: float | None = None
+    instance_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -223,8 +223,8 @@ class _Simulation:
     def _apply(self, step: Step) -> None:
         loop = self.loop
         if isinstance(step, ScaleOut):
-            for _ in range(step.count):
-                self.start_member()
+            for k in range(step.count):
+                self.start_member(instance_id=step.instance_ids[k] if k < len(step.instance_ids) else None)
         elif isinstance(step, ScaleIn):
             for member in self.live()[::-1][: step.count]:
                 member.close()

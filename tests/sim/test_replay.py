@@ -256,3 +256,22 @@ def test_cli_replays_a_benchmark_run_under_its_own_client(capsys: pytest.Capture
     assert rows["1:scale_in recorded"]["moved"] == rows["1:scale_in simulated"]["moved"] == 12
     # Java survivors rejoin only after their 250-750 ms batches: far more than an instant group's ~2.
     assert rows["1:scale_in simulated"]["unowned_ps"] > 6.0
+
+
+def test_a_static_restarts_replacement_takes_over_its_predecessors_instance_id() -> None:
+    # The replay closes its newest member for each recorded close; in a static group the replacement
+    # joins with that member's group.instance.id, so the broker hands it the partitions at once.
+    recording = load_recording(BENCH / "instant-rolling-restart-static-r21")
+    config = replay_config(recording)
+    plan = plan_replay(recording, config)
+    outs = [step for step in plan.scenario.steps if isinstance(step, ScaleOut)]
+    assert [step.instance_ids for step in outs] == [("m6",)] * 6
+    report = replay(recording, config)
+    recorded = sum(p.recorded.unowned_ps for p in report.phases)
+    simulated = sum(p.simulated.unowned_ps for p in report.phases)
+    assert simulated < 2 * recorded < 1.5  # a full rejoin would cost ~4 partition-s per restart
+    assert all(p.simulated.rounds == p.recorded.rounds for p in report.phases)
+    assert "simulated cooperative-sticky (cooperative, static, fast follow-up)" in report.format()
+    # Without static membership nobody takes an id over.
+    dynamic = plan_replay(recording, replay_config(recording, static_membership=False))
+    assert all(step.instance_ids == () for step in dynamic.scenario.steps if isinstance(step, ScaleOut))

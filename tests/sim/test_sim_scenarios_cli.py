@@ -20,7 +20,8 @@ def test_scenarios_compose() -> None:
     composed = base.then(ScaleOut(2)).then(ScaleIn(1), Crash())
     assert [type(s) for s in composed.steps] == [ScaleOut, ScaleIn, Crash]
     assert base.steps == ()  # scenarios are values
-    assert composed.to_dict()["steps"][0] == {"kind": "scale_out", "count": 2, "after_s": 10.0, "phase": None}
+    assert composed.to_dict()["steps"][0] == {"kind": "scale_out", "count": 2, "after_s": 10.0, "phase": None,
+                                               "instance_ids": ()}
 
 
 def test_random_scenarios_are_reproducible_and_varied() -> None:
