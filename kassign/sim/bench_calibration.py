@@ -214,9 +214,14 @@ def client_of(meta: Mapping[str, Any]) -> str | None:
     return BENCH_MODES[mode].client if mode else None
 
 
+def _bench_client(meta: Mapping[str, Any]) -> str:
+    """The simulated client of a benchmark run: :func:`client_of`, else its mode's."""
+    return client_of(meta) or BENCH_MODES[mode_of(meta)].client
+
+
 def is_held_out(run: BenchRun) -> bool:
     """Whether ``run`` belongs to its client's held-out set (:data:`HELD_OUT_BY_CLIENT`)."""
-    return run.rep in HELD_OUT_BY_CLIENT[_client_of_run(run)]
+    return run.rep in HELD_OUT_BY_CLIENT[_bench_client(run.meta)]
 
 
 def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
@@ -224,7 +229,7 @@ def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
     fast follow-up, static membership, the run's timeouts and per-batch processing, and the client's
     Kafka 4.4 latencies; ``overrides`` last."""
     mode = BENCH_MODES[mode_of(meta)]
-    client = client_of(meta) or mode.client
+    client = _bench_client(meta)
     values: dict[str, Any] = {
         "assignor": mode.assignor,
         "broker": "kafka",
@@ -344,14 +349,21 @@ class CellComparison:
 
 
 def compare_cells(runs: Iterable[BenchRun], configure: Callable[[BenchRun], SimConfig] | None = None, *,
-                  draws: int = DRAWS) -> list[CellComparison]:
+                  draws: int = DRAWS, reuse: Iterable[CellComparison] = ()) -> list[CellComparison]:
     """Median recorded vs median simulated per cell; ``configure`` builds each run's config
-    (default :func:`bench_config`), ``draws`` as :func:`simulated_bench_metrics`."""
+    (default :func:`bench_config`), ``draws`` as :func:`simulated_bench_metrics`. A row of ``reuse``
+    (compared with the same ``configure`` and ``draws``) over exactly a cell's runs is taken as it is
+    instead of simulating them again."""
     grouped: dict[tuple[str, str, str], list[BenchRun]] = defaultdict(list)
     for run in runs:
         grouped[run.cell].append(run)
+    known = {(row.cell, frozenset(name for name, _, _ in row.per_run)): row for row in reuse}
     out = []
     for cell in sorted(grouped):
+        row = known.get((cell, frozenset(run.name for run in grouped[cell])))
+        if row is not None:
+            out.append(row)
+            continue
         per_run = [(run.name, recorded_bench_metrics(run),
                     simulated_bench_metrics(run, configure(run) if configure else None, draws=draws))
                    for run in grouped[cell]]
@@ -424,10 +436,6 @@ def _reps(reps: Sequence[int]) -> str:
     return f"r{min(reps)}-r{max(reps)}"
 
 
-def _client_of_run(run: BenchRun) -> str:
-    return client_of(run.meta) or BENCH_MODES[run.cell[2]].client
-
-
 def held_out_yardsticks(runs: Sequence[BenchRun], bound: float = 0.25
                         ) -> tuple[dict[str, set[tuple[str, str, str]]], dict[str, set[tuple[str, str, str]]]]:
     """:func:`reproducible_cells` with each cell's own held-out set (:data:`HELD_OUT_BY_CLIENT`): the
@@ -435,7 +443,7 @@ def held_out_yardsticks(runs: Sequence[BenchRun], bound: float = 0.25
     itself: dict[str, set[tuple[str, str, str]]] = {metric: set() for metric in BENCH_METRICS}
     halves: dict[str, set[tuple[str, str, str]]] = {metric: set() for metric in BENCH_METRICS}
     for reps in sorted(set(HELD_OUT_BY_CLIENT.values())):
-        mine = [r for r in runs if HELD_OUT_BY_CLIENT[_client_of_run(r)] == reps]
+        mine = [r for r in runs if HELD_OUT_BY_CLIENT[_bench_client(r.meta)] == reps]
         half = len(reps) // 2
         for metric, cells in reproducible_cells(mine, bound, check=reps).items():
             itself[metric] |= cells
@@ -451,7 +459,7 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
     (:data:`FITTED_REPS`)."""
     runs = load_bench_runs(root)
     held_out = compare_cells(r for r in runs if is_held_out(r))
-    quiet = compare_cells(r for r in runs if r.rep in HELD_OUT_REPS)
+    quiet = compare_cells((r for r in runs if r.rep in HELD_OUT_REPS), reuse=held_out)
     loaded = compare_cells(r for r in runs if r.rep in LOADED_REPS)
     fitted = compare_cells(r for r in runs if r.rep in FITTED_REPS)
     fit, load, quiet_reps, recheck = (_reps(r) for r in (FITTED_REPS, LOADED_REPS, HELD_OUT_REPS, RECHECK_REPS))
