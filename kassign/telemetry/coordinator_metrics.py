@@ -166,6 +166,8 @@ class CoordinatorMetrics:
         self._sync_counted = False  # cooperative: this SyncGroup was already counted at its revoke callback
         self._rejoin_after_assign = False
         self._derived: list[tuple[str, float]] = []
+        self._event_t = 0.0  # the event being observed, in its own seconds and in ms
+        self._event_ms = 0.0
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -182,6 +184,7 @@ class CoordinatorMetrics:
         if event.extra.get("inferred"):
             return self._derived
         now_ms = event.t * 1000.0
+        self._event_t, self._event_ms = event.t, now_ms
         self._last_event_ms = now_ms if self._last_event_ms is None else max(self._last_event_ms, now_ms)
         kind = event.ev
         if kind in _CONSUMER_PROTOCOL_EVENTS and self.protocol != "consumer":
@@ -272,7 +275,7 @@ class CoordinatorMetrics:
         if self._start_ms is None:
             self._start_ms = now_ms
             if not self._hooks_seen:
-                self._derived.append((self._boundary_kinds[0], now_ms / 1000.0))
+                self._derived.append((self._boundary_kinds[0], self._seconds(now_ms)))
 
     def _complete(self, now_ms: float) -> None:
         if self._start_ms is not None:
@@ -286,7 +289,12 @@ class CoordinatorMetrics:
         self._last_end_ms = now_ms
         self._start_ms = None
         if not self._hooks_seen:
-            self._derived.append((self._boundary_kinds[1], now_ms / 1000.0))
+            self._derived.append((self._boundary_kinds[1], self._seconds(now_ms)))
+
+    def _seconds(self, ms: float) -> float:
+        # A boundary at the observed event's own time keeps that time exactly: t * 1000 / 1000 can
+        # differ from t in the last bit and round to another microsecond when written.
+        return self._event_t if ms == self._event_ms else ms / 1000.0
 
     @property
     def _boundary_kinds(self) -> tuple[str, str]:

@@ -55,6 +55,19 @@ def test_recording_round_trips_through_the_events_schema(tmp_path: Path) -> None
     assert metrics_from_events(events, now=1e10)["m1"]["rebalance-total"] == live["rebalance-total"] == 1
 
 
+def test_an_inferred_boundary_is_written_at_its_events_exact_time(tmp_path: Path) -> None:
+    # t * 1000 / 1000 differs from this t in the last bit and rounds to another microsecond.
+    t = 1795774011.5959625
+    assert round(t * 1000.0 / 1000.0, 6) != round(t, 6)
+    path = tmp_path / "m1.jsonl"
+    with RebalanceRecorder(path, member="m1", group="g", clock=lambda: t) as rec:
+        rec.subscribed(["orders"])
+        rec.confluent_callbacks()["on_assign"](None, [TP("orders", 0)])
+    events = list(read_events(path))
+    assert [e.ev for e in events] == ["subscribed", "join", "cb_assigned", "sync"]
+    assert {e.t for e in events} == {round(t, 6)}
+
+
 def test_single_topic_partitions_are_bare_ints(tmp_path: Path) -> None:
     out: list[dict] = []
     rec = RebalanceRecorder(out.append, member="m1")
