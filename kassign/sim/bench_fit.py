@@ -7,7 +7,7 @@ sweeps) that minimises, over the cells, the log-ratio between simulated and reco
 unowned partition-seconds, settle time and per-restart settle time, the relative error in
 partitions moved, and half the mean per-run log-ratio (so that no setting wins by getting one
 repetition of a cell badly wrong, which a median hides). Only the runs passed are used, so fitting
-on repetitions r1-r5 (:data:`~kassign.sim.bench_calibration.FITTED_REPS`) leaves r6-r20 held out.
+on repetitions r1-r5 (:data:`~kassign.sim.bench_calibration.FITTED_REPS`) leaves the later ones held out.
 """
 
 from __future__ import annotations

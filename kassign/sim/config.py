@@ -53,15 +53,16 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 #: The same latencies for the Kafka 4.4.0 benchmark recordings in data/rebalance-bench-kafka44
 #: (session 1.5 s, heartbeat 250 ms, every member its own process on one machine): ``spawn_ms``
 #: measured there, the others fitted (``python -m kassign.sim.bench_cli --reps 1,2,3,4,5 --fit``)
-#: to repetitions r1-r5, r6-r20 held out. A Java consumer's first JoinGroup comes 0.36 s after
-#: ``subscribe()`` (a fresh JVM finds its coordinator), and librdkafka's JoinGroup with its member
-#: id 0.24 s after the MEMBER_ID_REQUIRED answer (what the recordings show; the cause inside
-#: librdkafka is not pinned down). aiokafka's ``startup_ms`` is measured, not fitted
-#: (``benchmarks/aiokafka_startup.py``, results in ``benchmarks/results/aiokafka-startup-*``): a consumer
-#: built beforehand takes a median 10.9 ms from ``subscribe()`` to its first JoinGroup (bootstrap,
-#: metadata, FindCoordinator), 10.7 ms for kassign's and 11.4 ms for plain aiokafka's over 60
-#: replacements each; the r1-r5 fit could not see it and had set 0. ``heartbeat_lag_ms`` stays 0 (heartbeats in lockstep): the
-#: recordings show aiokafka's running 0.86 ms late per interval
+#: to repetitions r1-r5, the later ones held out (:data:`kassign.sim.bench_calibration.HELD_OUT_BY_CLIENT`).
+#: A Java consumer's first JoinGroup comes 0.36 s after ``subscribe()`` (a fresh JVM finds its
+#: coordinator), and librdkafka's JoinGroup with its member id 0.24 s after the MEMBER_ID_REQUIRED
+#: answer (what the recordings show; the cause inside librdkafka is not pinned down). aiokafka's
+#: ``startup_ms`` is measured, not fitted (``benchmarks/aiokafka_startup.py``, results in
+#: ``benchmarks/results/aiokafka-startup-*``): a consumer built beforehand takes a median 10.9 ms from
+#: ``subscribe()`` to its first JoinGroup (bootstrap, metadata, FindCoordinator), 10.7 ms for
+#: kassign's and 11.4 ms for plain aiokafka's over 60 replacements each; the r1-r5 fit could not see
+#: it and had set 0. ``heartbeat_lag_ms`` stays 0 (heartbeats in lockstep): the recordings show
+#: aiokafka's running 0.86 ms late per interval
 #: (:func:`kassign.sim.bench_fit.measured_heartbeat_lag_ms`), but with that drift and a refit
 #: r1-r5 fit no better (loss 5.10 against 5.05).
 KAFKA44_PRESETS: dict[str, dict[str, float]] = {
