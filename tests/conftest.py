@@ -6,6 +6,13 @@ one), started at most once per session and only when a test asks for it. A few t
 ``tansu_broker`` to keep the zero-Java path working. The pytest header says which broker will be
 used, the terminal summary which ones were.
 
+Tests of the consumer group protocol (KIP-848) carry the ``consumer_protocol`` marker, and tests of
+behaviour both group protocols share take the ``group_protocol`` fixture (ids ``classic`` and
+``consumer``, marked ``both_protocols``; the consumer variants also ``consumer_protocol``). On a
+broker without the consumer group protocol (Kafka before 4.0, probed once per session with
+ApiVersions) those are skipped with a one-line reason naming the broker; ``KASSIGN_KAFKA_VERSION``
+picks the Kafka version the session starts (e.g. ``3.9.1``).
+
 The summary also names any ``kassign-*`` directory the session left in the temporary directory
 (a group's logs are kept only when its test failed). With ``KASSIGN_STRICT_TMP=1`` (set by .ci/run,
 whose machine runs nothing else) such a leftover fails an otherwise passing run; elsewhere other
@@ -31,12 +38,17 @@ if _ROOT not in sys.path:
 
 from kassign.broker import (  # noqa: E402
     BrokerInfo,
+    BrokerUnavailable,
     open_broker,
     planned_broker,
     replicated_settings,
     start_kafka,
     start_tansu,
 )
+from kassign.broker.probe import consumer_group_protocol_missing  # noqa: E402
+
+#: The values of ``group_protocol`` a both-protocols test runs with (Java's ``group.protocol`` names).
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -95,9 +107,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Anything that reaches the broker carries the `broker` marker, so `-m "not broker"` leaves it out.
+    # A test run on both group protocols carries `both_protocols`, its consumer variant also
+    # `consumer_protocol`, so a tier can select either protocol's variants with -m.
     for item in items:
         if "kafka_broker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
+        protocol = getattr(getattr(item, "callspec", None), "params", {}).get("group_protocol")
+        if protocol is not None:
+            item.add_marker(pytest.mark.both_protocols)
+            if protocol == "consumer":
+                item.add_marker(pytest.mark.consumer_protocol)
 
 
 @pytest.fixture(scope="session")
@@ -128,6 +147,48 @@ def replicated_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) ->
     with start_kafka(version=kafka_broker.version, brokers=3, controllers=3, settings=replicated_settings(3)) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
+
+
+def _broker_name(info: BrokerInfo) -> str:
+    """The broker in a few words, its version first: ``Apache Kafka 3.9.1 at 127.0.0.1:9092``."""
+    name = {"kafka": "Apache Kafka", "testcontainers": "Apache Kafka", "tansu": "Tansu"}.get(info.kind, "the broker")
+    return f"{name} {info.version}".strip() + f" at {info.bootstrap}"
+
+
+@pytest.fixture(scope="session")
+def consumer_protocol_missing(kafka_broker: BrokerInfo) -> str | None:
+    """None when the session broker speaks the consumer group protocol (KIP-848), else the one-line
+    reason naming the broker: asked once per session (ApiVersions), not once per test."""
+    if not kafka_broker.is_real_kafka:
+        return f"{_broker_name(kafka_broker)} has no consumer group protocol (KIP-848)"
+    try:
+        missing = consumer_group_protocol_missing(kafka_broker.bootstrap)
+    except BrokerUnavailable as exc:  # a broker that does not answer is a failure, not a reason to skip
+        pytest.fail(f"could not ask {_broker_name(kafka_broker)} for its API versions: {exc}")
+    return None if missing is None else f"{_broker_name(kafka_broker)} has {missing}"
+
+
+def _skip_without_consumer_protocol(request: pytest.FixtureRequest) -> None:
+    missing = request.getfixturevalue("consumer_protocol_missing")
+    if missing is not None:
+        pytest.skip(missing)
+
+
+@pytest.fixture(autouse=True)
+def _consumer_protocol_only(request: pytest.FixtureRequest) -> None:
+    """Skip tests marked ``consumer_protocol`` (and the consumer variants of both-protocol tests) on a
+    broker without the consumer group protocol, with the reason; CI's Kafka 4.4 has it, so there they run."""
+    if request.node.get_closest_marker("consumer_protocol") is not None:
+        _skip_without_consumer_protocol(request)
+
+
+@pytest.fixture(params=GROUP_PROTOCOLS)
+def group_protocol(request: pytest.FixtureRequest) -> str:
+    """The group protocol a both-protocols test runs with: ``"classic"`` (KIP-429 on JoinGroup/SyncGroup)
+    or ``"consumer"`` (KIP-848, where the broker assigns)."""
+    if request.param == "consumer":
+        _skip_without_consumer_protocol(request)
+    return request.param
 
 
 @pytest.fixture(scope="session")

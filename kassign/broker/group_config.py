@@ -18,8 +18,8 @@ import logging
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupConfigError", "GroupTimingRefused", "set_consumer_group_timing", "consumer_group_type",
-           "BOUND_SETTINGS"]
+__all__ = ["GroupConfigError", "GroupTimingRefused", "NoConsumerGroupProtocol", "set_consumer_group_timing",
+           "consumer_group_type", "BOUND_SETTINGS"]
 
 #: The broker settings bounding a group's own timing, with Kafka's defaults (the bounds refused values break).
 BOUND_SETTINGS: dict[str, int] = {
@@ -51,6 +51,20 @@ class GroupTimingRefused(GroupConfigError):
         self.out_of_bounds = out_of_bounds
 
 
+class NoConsumerGroupProtocol(GroupTimingRefused):
+    """The broker has no consumer group protocol (KIP-848) at all: it does not know a GROUP config
+    resource (Kafka before 4.0 answers INVALID_REQUEST "Unknown resource type 32"), so a consumer with
+    ``group_protocol="consumer"`` would be refused too (UNSUPPORTED_VERSION)."""
+
+
+def _no_group_configs(code: int, reason: str) -> bool:
+    """True when a refusal says the broker does not know GROUP config resources (type 32), which came
+    with the consumer group protocol's general availability in Kafka 4.0."""
+    from confluent_kafka import KafkaError
+
+    return code == KafkaError.INVALID_REQUEST and "resource type" in reason.lower()
+
+
 def _admin(bootstrap: str):  # noqa: ANN202 - confluent_kafka is imported lazily
     from confluent_kafka.admin import AdminClient
 
@@ -62,9 +76,10 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
     """Set ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of ``group_id``
     (the group need not exist yet).
 
-    Raises :class:`GroupTimingRefused` when the broker refuses them (values outside its bounds, or a
-    broker without KIP-848 group configs), :class:`GroupConfigError` when no answer came, ValueError
-    for ``heartbeat_ms`` not below ``session_ms``.
+    Raises :class:`NoConsumerGroupProtocol` (a :class:`GroupTimingRefused`) when the broker has no
+    consumer group protocol (Kafka before 4.0), :class:`GroupTimingRefused` when it refuses the values
+    (outside its bounds, missing authorization, ...), :class:`GroupConfigError` when no answer came,
+    ValueError for ``heartbeat_ms`` not below ``session_ms``.
     """
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
@@ -87,6 +102,13 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
             if error is None or error.code() < 0:  # librdkafka's own (negative) codes: no broker answered
                 raise GroupConfigError(f"setting {values} for group {group_id} failed: {reason}",
                                        session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason) from None
+            if _no_group_configs(error.code(), reason):
+                raise NoConsumerGroupProtocol(
+                    f"the broker at {bootstrap} does not support the consumer group protocol (KIP-848): it has no "
+                    f"group configs (setting {values} for group {group_id}: {reason}); it needs Apache Kafka 4.0 "
+                    f"or newer with group.coordinator.rebalance.protocols including 'consumer'; use "
+                    f"group_protocol='classic' with this cluster", session_ms=session_ms, heartbeat_ms=heartbeat_ms,
+                    reason=reason, out_of_bounds=False) from None
             # INVALID_CONFIG is GroupConfig.validate's answer to values outside the group.consumer.* bounds.
             raise GroupTimingRefused(
                 f"the broker refused {values} for group {group_id}: {reason}", session_ms=session_ms,

@@ -11,7 +11,11 @@ from collections.abc import Callable
 
 from kassign.broker.errors import BrokerUnavailable
 
-__all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "find_coordinator", "free_port", "port_in_use"]
+__all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "find_coordinator", "free_port", "port_in_use",
+           "api_versions", "consumer_group_protocol_missing", "CONSUMER_GROUP_HEARTBEAT"]
+
+#: The API key of ConsumerGroupHeartbeat (KIP-848): a broker that lists it speaks the consumer group protocol.
+CONSUMER_GROUP_HEARTBEAT = 68
 
 #: FindCoordinator errors that only mean "not yet": the coordinator is loading, moving or being elected.
 _COORDINATOR_RETRIABLE = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
@@ -126,6 +130,48 @@ def find_coordinator(bootstrap: str, group_id: str, timeout: float = 30.0) -> in
             raise BrokerUnavailable(f"no coordinator for group {group_id!r} at {bootstrap} within "
                                     f"{timeout:.0f} s ({last})")
         time.sleep(0.1)
+
+
+def _api_versions_request(correlation_id: int) -> bytes:
+    # ApiVersions v0 (api key 18): every broker answers it (a client's first request), Kafka 4 included.
+    client_id = b"kassign-probe"
+    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    return struct.pack(">i", len(body)) + body
+
+
+def api_versions(bootstrap: str, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+    """The APIs the first answering bootstrap address supports: api key -> (min version, max version).
+
+    Raises :class:`BrokerUnavailable` when no address answers, or one answers with an error.
+    """
+    last: str = "no address"
+    for host, port in split_bootstrap(bootstrap):
+        try:
+            body = _exchange(host, port, _api_versions_request(13), 13, timeout)
+            error, count = struct.unpack(">hi", body[:6])
+            if error:
+                raise BrokerUnavailable(f"ApiVersions at {host}:{port} failed with error code {error}")
+            keys = [struct.unpack(">hhh", body[6 + 6 * i:12 + 6 * i]) for i in range(count)]
+            return {key: (low, high) for key, low, high in keys}
+        except (OSError, ConnectionError, struct.error) as exc:
+            last = f"{host}:{port}: {exc}"
+    raise BrokerUnavailable(f"no ApiVersions answer from {bootstrap} ({last})")
+
+
+def consumer_group_protocol_missing(bootstrap: str, timeout: float = 5.0) -> str | None:
+    """None when the broker speaks the consumer group protocol as kassign needs it, else why not, in
+    a few words. Raises :class:`BrokerUnavailable` without an answer.
+
+    The test is ConsumerGroupHeartbeat (API key 68) at version 1 or later: version 1 came with the
+    protocol's general availability in Kafka 4.0. Kafka 3.7-3.9 list version 0 (the preview) and,
+    unless an operator enabled the preview, answer it UNSUPPORTED_VERSION.
+    """
+    versions = api_versions(bootstrap, timeout).get(CONSUMER_GROUP_HEARTBEAT)
+    if versions is not None and versions[1] >= 1:
+        return None
+    listed = "lists none" if versions is None else f"lists only version {versions[1]} (the pre-4.0 preview)"
+    return (f"no consumer group protocol (KIP-848): ApiVersions {listed} of ConsumerGroupHeartbeat "
+            f"(API key {CONSUMER_GROUP_HEARTBEAT}); it needs Apache Kafka 4.0+")
 
 
 def probe_metadata(host: str, port: int, timeout: float) -> int:

@@ -21,7 +21,7 @@ from kassign.demo import main  # noqa: E402
 from kassign.demo.runs import run_labels  # noqa: E402
 from kassign.timeline.events import read_events  # noqa: E402
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.broker, pytest.mark.consumer_protocol, pytest.mark.timeout(300)]
 
 LABELS = run_labels("consumer")
 KIP848 = "consumer-uniform"

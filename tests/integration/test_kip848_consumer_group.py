@@ -35,7 +35,7 @@ from integration.topics import create_topic, delete_topic  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.consumer_group_coordinator import GroupProtocolError  # noqa: E402
 
-pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(600)]
 
 CONSUMER = "kassign.adapters.aiokafka:CooperativeConsumer"
 #: The group's own timing on the broker (GroupDriver's members get no session timeout on this protocol).

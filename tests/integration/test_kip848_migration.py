@@ -35,7 +35,7 @@ from kassign.timeline.metrics import (  # noqa: E402
     unowned_partition_seconds,
 )
 
-pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(900)]
 
 CONSUMER = "kassign.adapters.aiokafka:CooperativeConsumer"
 COOPERATIVE_STICKY = "kassign.adapters.aiokafka:CooperativeStickyAssignor"

@@ -22,7 +22,7 @@ from kassign.broker.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.telemetry import RebalanceRecorder, metrics_from_events  # noqa: E402
 from kassign.timeline.events import read_events  # noqa: E402
 
-pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(300)]
 
 HEARTBEAT_MS = 500
 

@@ -13,7 +13,7 @@ from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from kassign.broker.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.telemetry import metrics_from_events  # noqa: E402
 
-pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(300)]
 
 TIMING = GroupTiming(session_ms=3000, heartbeat_ms=300)
 JAVA_CLIENTS = "4.4.0"
