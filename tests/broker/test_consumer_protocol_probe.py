@@ -29,14 +29,15 @@ def fake_broker() -> Iterator[tuple[str, list[bytes], dict]]:
     requests: list[bytes] = []
     answer: dict = {"apis": {}, "error": 0}
     server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(5)
+    server.settimeout(0.05)  # closing does not wake a blocked accept(): look at `done` this often
+    done = threading.Event()
 
     def serve() -> None:
-        while True:
+        while not done.is_set():
             try:
                 conn, _ = server.accept()
-            except OSError:  # closed at the end of the test
-                return
+            except OSError:  # a timeout: look at `done` again
+                continue
             with conn:
                 (size,) = struct.unpack(">i", conn.recv(4))
                 request = conn.recv(size)
@@ -49,8 +50,9 @@ def fake_broker() -> Iterator[tuple[str, list[bytes], dict]]:
     try:
         yield f"127.0.0.1:{server.getsockname()[1]}", requests, answer
     finally:
-        server.close()
+        done.set()
         thread.join(5)
+        server.close()
 
 
 def test_api_versions_sends_version_0_and_reads_every_api(fake_broker):
