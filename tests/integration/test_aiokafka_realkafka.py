@@ -1,6 +1,7 @@
 """What needs Apache Kafka's group coordinator (Tansu has no protocol voting and no static
-membership): the two-bounce upgrade from eager to cooperative, and static members restarting
-without a rebalance or fencing their replaced instance.
+membership): the two-bounce upgrade from eager to cooperative, and a static member fencing its
+replaced instance. (A static member restarting without a rebalance runs on both group protocols in
+test_both_protocols.py.)
 
     python -m pytest -m realkafka tests/integration/test_aiokafka_realkafka.py
 """
@@ -80,44 +81,6 @@ def _static_consumer(bootstrap_servers, group_id, instance, timing):
                             partition_assignment_strategy=(CooperativeStickyAssignor,),
                             session_timeout_ms=timing.session_ms, heartbeat_interval_ms=timing.heartbeat_ms,
                             auto_offset_reset="earliest")
-
-
-def test_static_member_restarts_without_a_rebalance(bootstrap_servers, group_id, topic_factory):
-    """A static member (group.instance.id) that restarts within its session timeout sends no
-    LeaveGroup on close and gets its partitions back on rejoin: nobody else sees a rebalance."""
-    topic = topic_factory(6)
-    partitions = {TP(topic, p) for p in range(6)}
-    timing = GroupTiming(session_ms=10000, heartbeat_ms=1000)
-
-    async def scenario():
-        listeners = [ListenerCalls() for _ in range(3)]
-        consumers = [_static_consumer(bootstrap_servers, group_id, f"static-{i}", timing) for i in range(3)]
-        for c, lst in zip(consumers, listeners):  # static-0 joins first and leads; static-2 is bounced
-            c.subscribe([topic], listener=lst)
-            await c.start()
-        before = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
-        calls_before = [list(lst.calls) for lst in listeners[:2]]
-        await consumers[2].stop()  # revokes in its own listener, but sends no LeaveGroup
-        restarted_listener = ListenerCalls()
-        consumers[2] = _static_consumer(bootstrap_servers, group_id, "static-2", timing)
-        consumers[2].subscribe([topic], listener=restarted_listener)
-        began = time.monotonic()
-        await consumers[2].start()
-        while not consumers[2].assignment():
-            await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
-        regained_s = time.monotonic() - began
-        after = await wait_consumers_held(consumers, partitions, 3 * timing.heartbeat_ms / 1000, balanced=True)
-        calls_after = [list(lst.calls) for lst in listeners[:2]]  # before close(): closing revokes
-        restarted_calls = list(restarted_listener.calls)
-        for c in consumers:
-            await c.stop()
-        return before, after, calls_before, calls_after, restarted_calls, regained_s
-
-    before, after, calls_before, calls_after, restarted, regained_s = asyncio.run(scenario())
-    assert after == before
-    assert calls_after == calls_before, "the other members saw a rebalance"
-    assert restarted == [("assigned", set(before[2]))]
-    assert regained_s < timing.session_ms / 1000, f"the restarted member waited {regained_s:.1f} s"
 
 
 def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_factory):

@@ -1,16 +1,13 @@
 """kassign's aiokafka consumer on the next-generation consumer group protocol (KIP-848,
 ``CooperativeConsumer(group_protocol="consumer")``) on Apache Kafka 4.4.0, where the broker assigns:
+what only this protocol has (what both protocols share -- a group forming, clean leave, crash,
+zombie fencing, static restart, topic deletion -- runs on both in test_both_protocols.py):
 
-* two kassign members join one topic: every partition owned, never by two members at once (from
-  every member's own callbacks), nothing lost; the time from the second join to all partitions owned
-  is printed;
-* a clean leave hands its partitions over; a crash hands them over after the group's session timeout;
-* a member frozen past its session timeout (a zombie) is fenced when it resumes: its late commit is
-  refused (member epoch) and its partitions go to ``on_partitions_lost``;
-* a static member restarts without a reassignment; a second instance with its id is refused
-  (UNRELEASED_INSTANCE_ID, raised to the application);
+* a second instance with a static member's id in use is refused (UNRELEASED_INSTANCE_ID, raised to
+  the application; the classic protocol fences the older instance instead);
 * a mixed group of kassign and Java (kafka-clients 4.4.0, ``group.protocol=consumer``) members, and
-  one of kassign and librdkafka (confluent-kafka, ``group.protocol=consumer``) members.
+  one of kassign and librdkafka (confluent-kafka, ``group.protocol=consumer``) members;
+* a regex subscription resolved by the broker (SubscribedTopicRegex).
 
 The group's session timeout and heartbeat interval are its own (``consumer.session.timeout.ms``,
 ``consumer.heartbeat.interval.ms``), set short per group as an operator would.
@@ -27,11 +24,10 @@ pytest.importorskip("aiokafka")
 
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
-from integration.consumers import ListenerCallsWithLost, wait_consumers_held  # noqa: E402
+from integration.consumers import ListenerCallsWithLost  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
-from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
-from integration.topics import create_topic, delete_topic  # noqa: E402
+from integration.timeline_checks import assert_exclusive, current_assignment  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.consumer_group_coordinator import GroupProtocolError  # noqa: E402
 
@@ -56,14 +52,6 @@ def _start(group: GroupDriver, kind: str = "aiokafka", **kwargs) -> str:
     return group.start_member("java", "range", kafka_clients=JAVA_CLIENTS, group_protocol="consumer", **kwargs)
 
 
-def _first(events, member: str, kind: str, after: float = 0.0):
-    return next((e for e in events if e.id == member and e.ev == kind and e.t >= after), None)
-
-
-def _parts(events, member: str, kind: str, after: float = 0.0) -> set:
-    return {tp for e in events if e.id == member and e.ev == kind and e.t >= after for tp in e.parts or ()}
-
-
 def _all_owned_at(events, partitions, members, after: float = 0.0) -> float:
     """When every partition first had exactly one owner among ``members`` (by their callbacks), after ``after``."""
     for i, e in enumerate(events):
@@ -76,127 +64,9 @@ def _all_owned_at(events, partitions, members, after: float = 0.0) -> float:
     raise AssertionError("the partitions were never all owned")
 
 
-def test_two_kassign_members_share_a_topic_exclusively(bootstrap_servers, group_id, topic_factory):
-    """The second member's join moves half the partitions: the first revokes exactly what the second
-    is then given, nothing is owned twice, nothing lost, every record processed."""
-    topic = topic_factory(6)
-    with _driver(bootstrap_servers, group_id, topic) as group:
-        producer = group.start_producer(rate=200)
-        first = _start(group)
-        group.wait_settled(60)
-        second = _start(group)
-        settled = group.wait_settled(60, balanced=True)
-        producer.stop()
-        events = group.wait_all_processed(producer, 60)
-    assert_exclusive(events)
-    assert sorted(len(p) for p in settled.values()) == [3, 3]
-    joined = _first(events, second, "subscribed").t
-    moved = _parts(events, first, "cb_revoked", joined)
-    assert moved == set(settled[second]) and _parts(events, second, "cb_assigned") == moved
-    assert not _parts(events, first, "cb_lost") and not _parts(events, second, "cb_lost")
-    took = _all_owned_at(events, group.partitions, [first, second], joined) - joined
-    print(f"\nKIP-848, 2 kassign members, 6 partitions: second join to all partitions owned {took:.2f} s")
-    assert took < 10 * TIMING.heartbeat_ms / 1000 + 2.0
-
-
-def test_clean_leave_and_crash_hand_partitions_over(bootstrap_servers, group_id, topic_factory):
-    """A member that closes revokes everything and leaves (its partitions move at once); a member that
-    is killed keeps its partitions until the group's session timeout expires."""
-    topic = topic_factory(6)
-    with _driver(bootstrap_servers, group_id, topic) as group:
-        producer = group.start_producer(rate=200)
-        members = [_start(group) for _ in range(3)]
-        before = group.wait_settled(60, balanced=True)
-        left = time.time()
-        group.stop_member(members[0])
-        after_leave = group.wait_settled(30, balanced=True)
-        leave_took = time.time() - left
-        crashed = time.time()
-        group.crash_member(members[1])
-        after_crash = group.wait_settled(30)
-        crash_took = time.time() - crashed
-        producer.stop()
-        events = group.wait_all_processed(producer, 60)
-    assert_exclusive(events)
-    assert _parts(events, members[0], "cb_revoked", left) == set(before[members[0]])
-    assert set(after_leave) == {members[1], members[2]} and set(after_crash) == {members[2]}
-    assert len(after_crash[members[2]]) == 6
-    print(f"\nKIP-848: a clean leave settled in {leave_took:.2f} s, a crash in {crash_took:.2f} s "
-          f"(session timeout {TIMING.session_ms / 1000:.1f} s)")
-    assert leave_took < TIMING.session_ms / 1000, "a clean leave waited for the session timeout"
-    assert crash_took >= TIMING.session_ms / 1000 * 0.8, "partitions moved before the crashed member's session expired"
-
-
-def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(bootstrap_servers, group_id, topic_factory):
-    """SIGSTOP past the session timeout: the broker removes the member and hands its partitions over.
-    Resumed, it commits what it had processed at once -- refused, its epoch is gone -- loses its
-    partitions (on_partitions_lost) and joins again at epoch 0, getting a fresh share."""
-    topic = topic_factory(4)
-    with _driver(bootstrap_servers, group_id, topic) as group:
-        producer = group.start_producer(rate=200)
-        keeper, zombie = _start(group), _start(group)
-        before = group.wait_settled(60, balanced=True)
-        frozen = group.freeze_member(zombie)
-        group.wait_for(lambda ev: len(current_assignment(ev).get(keeper, ())) == 4, 30,
-                       "the keeper owns every partition")
-        thawed = group.thaw_member(zombie)
-        group.wait_for(lambda ev: _first(ev, zombie, "late_commit", thawed) is not None
-                       and _first(ev, zombie, "cb_lost", thawed) is not None, 30, "the zombie noticed")
-        after = group.wait_settled(60, balanced=True)
-        producer.stop()
-        events = group.wait_all_processed(producer, 60)
-    late = _first(events, zombie, "late_commit", thawed)
-    assert late.extra.get("ok") is False, f"the zombie's late commit was accepted: {late}"
-    assert _parts(events, zombie, "cb_lost", thawed) == set(before[zombie])
-    assert set(after[zombie]) and set(after[keeper]), after
-    lost_at = _first(events, zombie, "cb_lost", thawed).t
-    # The only double ownership is the zombie's own, while it was frozen and until it learnt it was out.
-    for overlap in double_ownership(events):
-        assert zombie in overlap.members and overlap.start >= frozen and overlap.end <= lost_at, str(overlap)
-
-
 def _static(bootstrap, group_id, instance):
     return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_instance_id=instance,
                                group_protocol="consumer", auto_offset_reset="earliest")
-
-
-def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_id, topic_factory):
-    """A static member's close is a temporary leave (epoch -2): restarted within the session timeout
-    with its instance id it gets its own partitions back, and the others hear nothing."""
-    topic = topic_factory(6)
-    partitions = {TP(topic, p) for p in range(6)}
-    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
-
-    async def scenario():
-        listeners = [ListenerCallsWithLost() for _ in range(3)]
-        consumers = [_static(bootstrap_servers, group_id, f"static-{i}") for i in range(3)]
-        for c, lst in zip(consumers, listeners):
-            c.subscribe([topic], listener=lst)
-            await c.start()
-        before = await wait_consumers_held(consumers, partitions, 1.5)
-        calls_before = [list(lst.calls) for lst in listeners[:2]]
-        await consumers[2].stop()
-        restarted = ListenerCallsWithLost()
-        consumers[2] = _static(bootstrap_servers, group_id, "static-2")
-        consumers[2].subscribe([topic], listener=restarted)
-        began = time.monotonic()
-        await consumers[2].start()
-        while not consumers[2].assignment():
-            await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
-        regained_s = time.monotonic() - began
-        after = await wait_consumers_held(consumers, partitions, 1.5)
-        calls_after = [list(lst.calls) for lst in listeners[:2]]
-        restarted_calls = list(restarted.calls)  # before close(): closing revokes
-        for c in consumers:
-            await c.stop()
-        return before, after, calls_before, calls_after, restarted_calls, regained_s
-
-    before, after, calls_before, calls_after, restarted, regained_s = asyncio.run(scenario())
-    assert after == before
-    assert calls_after == calls_before, "the other members saw a reassignment"
-    assert restarted == [("assigned", set(before[2]))]
-    print(f"\nKIP-848 static restart: partitions back in {regained_s:.2f} s")
-    assert regained_s < 5.0
 
 
 def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers, group_id, topic_factory):
@@ -300,79 +170,3 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
     assert owned == {TP(first, 0), TP(first, 1), TP(second, 0)}
     assert all(tp.topic != other for _, parts in calls for tp in parts)
     assert regex == f"{prefix}-.*"
-
-
-def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(bootstrap_servers, group_id,
-                                                                                topic_factory):
-    """A subscribed topic deleted: the broker drops its partitions from the target and the member
-    revokes them (still named: the member knows the names of what it owns, metadata no longer does).
-    Back under the same name -- created again, or auto-created by a client's metadata request, as
-    Kafka's default ``auto.create.topics.enable`` allows -- it has a new topic id: the member names it
-    with Metadata, is assigned its partitions and reads them from offset 0 (neither its old positions
-    nor the offsets committed for the deleted topic carry over)."""
-    from confluent_kafka import KafkaException, Producer
-
-    from integration.topics import partition_count
-
-    keep, doomed = topic_factory(2), topic_factory(2)
-    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=300)
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
-
-    def produce(topic: str, partitions: int, tag: str) -> None:
-        for p in range(partitions):
-            for i in range(3):
-                producer.produce(topic, value=f"{tag}-{p}-{i}".encode(), partition=p)
-        producer.flush(10)
-
-    def recreate(topic: str) -> int:
-        """Create ``topic`` again unless a client's metadata request already has; its partition count."""
-        try:
-            create_topic(bootstrap_servers, topic, 2)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
-        return partition_count(bootstrap_servers, topic)
-
-    async def consume_until(consumer, done, seen, what: str) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}")
-            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
-                seen.extend((tp, r.offset, r.value.decode()) for r in records)
-
-    gone = {TP(doomed, 0), TP(doomed, 1)}
-
-    async def scenario():
-        listener = ListenerCallsWithLost()
-        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
-                                       group_protocol="consumer", metadata_max_age_ms=1000,
-                                       auto_offset_reset="earliest", enable_auto_commit=False)
-        consumer.subscribe([keep, doomed], listener=listener)
-        await consumer.start()
-        produce(doomed, 2, "old")
-        seen: list = []
-        await consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
-        await consumer.commit()  # offsets 3 for the old topic's partitions
-        mark = len(listener.calls)
-        delete_topic(bootstrap_servers, doomed)
-        await consume_until(consumer, lambda: any(kind == "revoked" and gone <= parts
-                                                  for kind, parts in listener.calls[mark:]), seen,
-                            "deleted topic revoked")
-        partitions = recreate(doomed)
-        produce(doomed, partitions, "new")
-        await consume_until(consumer, lambda: sum(v.startswith("new") for _, _, v in seen) == 3 * partitions, seen,
-                            "recreated topic's records")
-        final = consumer.assignment()
-        await consumer.stop()
-        return listener.calls[mark:], seen, final, partitions
-
-    calls, seen, final, partitions = asyncio.run(scenario())
-    assert not any(kind == "lost" for kind, _ in calls), calls
-    revoked_at = next(i for i, (kind, parts) in enumerate(calls) if kind == "revoked" and gone <= parts)
-    back = {TP(doomed, p) for p in range(partitions)}
-    assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1:]), calls
-    new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
-    assert new == [(p, i) for p in range(partitions) for i in range(3)], "the topic back is read from offset 0"
-    assert final == {TP(keep, 0), TP(keep, 1)} | back
-    print(f"\nKIP-848: deleted topic revoked; back with {partitions} partition(s) under a new id, read from offset 0")
