@@ -13,19 +13,26 @@ The broker computes every assignment; the member only heartbeats and reconciles.
 3. ``on_heartbeat_response(response)`` adopts the member id, epoch, interval and target assignment,
    or handles the error (:data:`ERROR_NAMES`): FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID lose
    every partition (``on_partitions_lost``) and rejoin at epoch 0 once the driver says
-   ``partitions_lost_done()``; UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED and the like are
-   fatal (:class:`ConsumerGroupFatalError`); UNSUPPORTED_VERSION names the broker;
+   ``partitions_lost_done()``; a lost answer or a retriable error is retried after the backoff
+   (a moved coordinator: as soon as it is found again), not on the interval;
+   TOPIC_AUTHORIZATION_FAILED is reported to the application (:class:`Report`) and retried;
+   UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED and the like are fatal
+   (:class:`ConsumerGroupFatalError`); UNSUPPORTED_VERSION names the broker;
 4. ``maybe_reconcile(names)`` turns a new target assignment (topic ids) into a
    :class:`Reconciliation`, in order: commit what is revoked, ``on_partitions_revoked`` for what
    is no longer assigned, then ``on_partitions_assigned`` for what is new; the driver reports
-   ``reconciliation_done`` and the next heartbeat acknowledges the new owned set. The broker only
+   ``reconciliation_done`` and the next heartbeat acknowledges the new owned set. Every new target
+   is acknowledged, even one equal to what the member owns (it carries a local epoch, as Java's
+   ``LocalAssignment``): a target that grew and shrank back before the member reconciled it still
+   answers the broker's revocation request. The broker only
    ever assigns a partition nobody owns any more: it keeps a partition away from its new owner
    until the old owner's heartbeat no longer lists it, so the member takes what it is given at once.
    Topic ids resolve through the driver's ``names`` lookup; a partition of an id it cannot name
    yet waits (``unresolved_topic_ids``) for metadata;
 5. ``leave()`` gives everything up (revoked after a commit, or lost when the member is no longer in
    the group) and, once the driver says ``leave_prepared()``, the next heartbeat leaves with epoch
-   -1 (a static member: -2, a temporary leave that keeps its assignment for the session timeout).
+   -1 (a static member: -2, a temporary leave that keeps its assignment for the session timeout),
+   without waiting for a heartbeat in flight.
 
 ``commit_identity()`` is what an OffsetCommit (v9+) carries, so a commit from a fenced member's old
 epoch is refused by the broker (STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID).
@@ -64,6 +71,7 @@ __all__ = [
     "LosePartitions",
     "FindCoordinator",
     "Backoff",
+    "Report",
     "Fail",
     "Action",
     "Reconciliation",
@@ -105,8 +113,11 @@ ERROR_NAMES: dict[int, str] = {
 _FENCING = frozenset({"FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"})
 # Errors that only mean "find the coordinator again" (retried at once once it is known).
 _COORDINATOR_MOVED = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"})
-# Errors retried after the driver's backoff.
+# Errors retried after the backoff.
 _RETRIABLE = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"})
+# Errors reported to the application while the member stays as it is and retries after the backoff: the
+# missing ACL may be added (Java, KAFKA-18813).
+_REPORTED = frozenset({"TOPIC_AUTHORIZATION_FAILED"})
 
 
 class MemberState(enum.Enum):
@@ -141,6 +152,8 @@ _ACCEPTS_ASSIGNMENT = frozenset({MemberState.JOINING, MemberState.RECONCILING, M
 _SILENT = frozenset({MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.STALE, MemberState.FATAL})
 #: States whose heartbeat goes out at once rather than on the interval.
 _URGENT = frozenset({MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING})
+#: States of a member that has left: the answer to its leave heartbeat finds it in one of these.
+_LEFT = frozenset({MemberState.UNSUBSCRIBED, MemberState.STALE})
 
 
 class TopicIdPartition(NamedTuple):
@@ -206,9 +219,16 @@ class FindCoordinator:
 
 @dataclass(frozen=True)
 class Backoff:
-    """Retry the heartbeat after the driver's retry backoff."""
+    """The heartbeat is retried after the retry backoff (:meth:`ConsumerGroupMember.heartbeat_delay` says when)."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """Raise ``error`` to the application once (from its next poll); the member carries on and retries."""
+
+    error: ConsumerGroupFatalError
 
 
 @dataclass(frozen=True)
@@ -218,7 +238,8 @@ class Fail:
     error: ConsumerGroupFatalError
 
 
-Action = CommitOffsets | RevokePartitions | AssignPartitions | LosePartitions | FindCoordinator | Backoff | Fail
+Action = (CommitOffsets | RevokePartitions | AssignPartitions | LosePartitions | FindCoordinator | Backoff | Report
+          | Fail)
 
 
 @dataclass(frozen=True)
@@ -238,6 +259,8 @@ class Reconciliation:
     kept: frozenset[TopicPartition]
     assigned_ids: frozenset[TopicIdPartition] = field(repr=False, default=frozenset())
     names: Mapping[uuid.UUID, str] = field(repr=False, default_factory=dict)
+    #: The local epoch of the target this step reconciles (see ConsumerGroupMember's ``_target_epoch``).
+    target_epoch: int = field(repr=False, default=0)
 
     @property
     def actions(self) -> list[Action]:
@@ -260,7 +283,7 @@ class _Sent:
 
     rebalance_timeout_ms: int | None = None
     topics: frozenset[str] | None = None
-    regex: str | None = None
+    regex: str | None = None  # "": no regex
     server_assignor: str | None = None
     rack_id: str | None = None
     owned: frozenset[TopicIdPartition] | None = None
@@ -275,6 +298,9 @@ class ConsumerGroupMember:
     ``rebalance_timeout_ms``: how long the broker waits for this member to revoke.
     ``server_assignor``: the broker-side assignor to ask for (``"uniform"``, ``"range"``), or None for
     the group's default. ``broker``: names the coordinator in errors (the driver may update it).
+    ``retry_backoff_ms`` / ``retry_backoff_max_ms``: a failed heartbeat is retried after the first,
+    doubling with each further failure up to the second (Java's ``retry.backoff.ms`` and
+    ``retry.backoff.max.ms``, without the jitter: the member is deterministic).
     """
 
     def __init__(
@@ -287,6 +313,8 @@ class ConsumerGroupMember:
         rebalance_timeout_ms: int = 300_000,
         server_assignor: str | None = None,
         broker: str | None = None,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
     ) -> None:
         if not group_id:
             raise ValueError("a consumer group member needs a group id")
@@ -299,6 +327,11 @@ class ConsumerGroupMember:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
         self.broker = broker
+        if retry_backoff_ms < 0 or retry_backoff_max_ms < retry_backoff_ms:
+            raise ValueError(f"retry backoff must be 0 <= retry_backoff_ms <= retry_backoff_max_ms, got "
+                             f"{retry_backoff_ms!r} and {retry_backoff_max_ms!r}")
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
         self.state = MemberState.UNSUBSCRIBED
         self.member_epoch = JOIN_EPOCH
         #: The interval the broker asks for (0 until its first answer).
@@ -308,6 +341,11 @@ class ConsumerGroupMember:
         self._regex: str | None = None
         self._target: frozenset[TopicIdPartition] | None = None  # the last assignment the broker sent
         self._current: frozenset[TopicIdPartition] = frozenset()  # what the member owns (reconciled)
+        # Local epochs (Java's LocalAssignment): every target that differs from the one before gets the
+        # next one, and the member acknowledges each -- even a target equal to what it owns, which the
+        # broker may still be waiting for (it grew and shrank back before the member reconciled it).
+        self._target_epoch = 0  # never reset: an old acknowledgement can never pass for a new one
+        self._current_epoch = -1  # the target epoch the owned partitions were reconciled (or acknowledged) for
         # Whether an assignment was reconciled since joining: the first one always is, even when empty,
         # so the application hears on_partitions_assigned once it is in the group (as in Java).
         self._reconciled_once = False
@@ -317,6 +355,11 @@ class ConsumerGroupMember:
         self._sent = _Sent()
         self._in_flight = False
         self._stale_leave = False  # LEAVING because the application stopped polling
+        # Failed heartbeats in a row: the next is due after a backoff (0: as soon as the coordinator is
+        # found again), not on the interval.
+        self._failures = 0
+        self._retry_in_ms: int | None = None
+        self._regex_sent = False  # a regex went out once: dropping it must be said, even in a full heartbeat
 
     # -- what the member owns ----------------------------------------------------------------
 
@@ -393,24 +436,39 @@ class ConsumerGroupMember:
         self._reconciled_once = False
         self._unresolved = frozenset()
         self._sent = _Sent()  # a join carries every field
+        self._failures, self._retry_in_ms = 0, None
 
     # -- heartbeats --------------------------------------------------------------------------
 
     def heartbeat_delay(self, since_last_s: float) -> float | None:
         """Seconds until the next heartbeat is due, ``since_last_s`` after the last one was sent:
-        0 when it is due now, None when none is (no heartbeats in this state, or one in flight)."""
+        0 when it is due now, None when none is (no heartbeats in this state, or one in flight).
+        After a failed heartbeat: the retry backoff (0 after a coordinator error: the driver finds
+        the coordinator first). A leave is due at once, even with a heartbeat in flight (as Java)."""
+        if self.state is MemberState.LEAVING:
+            return 0.0
         if self.state in _SILENT or self._in_flight:
             return None
+        if self._retry_in_ms is not None:
+            return max(0.0, self._retry_in_ms / 1000 - since_last_s)
         if self.state in _URGENT:
             return 0.0
         return max(0.0, self.heartbeat_interval_ms / 1000 - since_last_s)
 
+    def _retry_after_backoff(self) -> int:
+        """Schedule the retry of a failed heartbeat: ``retry_backoff_ms``, doubled per failure in a row."""
+        self._failures += 1
+        self._retry_in_ms = min(self.retry_backoff_max_ms, self.retry_backoff_ms * 2 ** min(self._failures - 1, 30))
+        return self._retry_in_ms
+
     def build_heartbeat(self) -> ConsumerGroupHeartbeatRequest | None:
         """The heartbeat to send now (the driver sends it and reports the answer), or None in a state
         that sends none. Fields the broker already has go out as null (-1 for the rebalance timeout).
-        Acknowledging sends the owned partitions; leaving sends epoch -1 (-2 for a static member)."""
-        if self.state in _SILENT or self._in_flight:
+        Acknowledging sends the owned partitions; leaving sends epoch -1 (-2 for a static member),
+        even while another heartbeat is in flight."""
+        if self.state is not MemberState.LEAVING and (self.state in _SILENT or self._in_flight):
             return None
+        self._retry_in_ms = None
         if self.state is MemberState.LEAVING:
             request = ConsumerGroupHeartbeatRequest(
                 self.group_id, self.member_id, self.member_epoch, instance_id=self.instance_id)
@@ -421,6 +479,10 @@ class ConsumerGroupMember:
             return request
 
         sent = self._sent
+        # Java sends an empty regex to drop a regex subscription (null would mean "unchanged"); a member
+        # that never sent one sends nothing (a version-0 heartbeat cannot carry the field).
+        regex = self._regex or ""
+        send_regex = sent.regex != regex and (regex != "" or sent.regex is not None or self._regex_sent)
         request = ConsumerGroupHeartbeatRequest(
             self.group_id,
             self.member_id,
@@ -430,17 +492,17 @@ class ConsumerGroupMember:
             rack_id=self.rack_id if sent.rack_id != self.rack_id else None,
             rebalance_timeout_ms=(self.rebalance_timeout_ms if sent.rebalance_timeout_ms != self.rebalance_timeout_ms
                                   else -1),
-            subscribed_topic_names=(sorted(self._topics) if self._regex is None and sent.topics != self._topics
-                                    else None),
-            subscribed_topic_regex=self._regex if self._regex is not None and sent.regex != self._regex else None,
+            # With a regex the names are empty: the broker subscribes the member to both.
+            subscribed_topic_names=sorted(self._topics) if sent.topics != self._topics else None,
+            subscribed_topic_regex=regex if send_regex else None,
             server_assignor=(self.server_assignor if self.server_assignor is not None
                              and sent.server_assignor != self.server_assignor else None),
             topic_partitions=(_wire_partitions(self._current)
                               if sent.owned != self._current or self.state is MemberState.ACKNOWLEDGING else None),
         )
-        self._sent = _Sent(self.rebalance_timeout_ms, self._topics if self._regex is None else sent.topics,
-                           self._regex if self._regex is not None else sent.regex, self.server_assignor,
-                           self.rack_id, self._current)
+        self._sent = _Sent(self.rebalance_timeout_ms, self._topics, regex if send_regex else sent.regex,
+                           self.server_assignor, self.rack_id, self._current)
+        self._regex_sent = self._regex_sent or bool(self._regex)
         self._in_flight = True
         if self.state is MemberState.ACKNOWLEDGING:
             # The acknowledgement is on its way; anything newer waits for the next reconciliation.
@@ -453,6 +515,7 @@ class ConsumerGroupMember:
         error = ERROR_NAMES.get(response.error_code, f"ERROR_{response.error_code}")
         if response.error_code != 0:
             return self._on_error(error, response.error_message or "", response.error_code)
+        self._failures, self._retry_in_ms = 0, None
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.STALE, MemberState.FENCED,
                           MemberState.FATAL):
             log.debug("group %s: heartbeat answer ignored in state %s", self.group_id, self.state.name)
@@ -465,8 +528,11 @@ class ConsumerGroupMember:
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = response.heartbeat_interval_ms
         if response.assignment is not None and self.state in _ACCEPTS_ASSIGNMENT:
-            self._target = frozenset(TopicIdPartition(t.topic_id, p)
-                                     for t in response.assignment.topic_partitions for p in t.partitions)
+            target = frozenset(TopicIdPartition(t.topic_id, p)
+                               for t in response.assignment.topic_partitions for p in t.partitions)
+            if target != self._target:
+                self._target_epoch += 1
+            self._target = target
             if self.state is MemberState.ACKNOWLEDGING:
                 pass  # the acknowledgement still goes out at once; building it moves on to the new target
             elif not self._target_reconciled() or self._reconciling is not None:
@@ -480,10 +546,13 @@ class ConsumerGroupMember:
         return []
 
     def on_heartbeat_failure(self, reason: str) -> list[Action]:
-        """The heartbeat got no answer (connection lost, timed out): the next one is full, after a backoff."""
+        """The heartbeat got no answer (connection lost, timed out): the next one is full, after the
+        backoff; the driver looks the coordinator up again first (it may be the node that went away)."""
         self._in_flight = False
         self._sent = _Sent()
-        log.info("group %s: heartbeat failed (%s); the next one carries every field", self.group_id, reason)
+        backoff = self._retry_after_backoff()
+        log.info("group %s: heartbeat failed (%s); retrying in %s ms with every field", self.group_id, reason,
+                 backoff)
         return [Backoff(reason)]
 
     def on_unsupported_version(self, detail: str = "") -> list[Action]:
@@ -495,10 +564,25 @@ class ConsumerGroupMember:
     def _on_error(self, error: str, message: str, code: int) -> list[Action]:
         # Any error: the broker may have lost track of what it had, so the next heartbeat is full (as Java).
         self._sent = _Sent()
+        if error == "GROUP_ID_NOT_FOUND" and self.state in _LEFT:
+            # The answer to a leave from a group the broker no longer (or never) had: the member is out
+            # either way (Java ignores it too).
+            log.debug("group %s: GROUP_ID_NOT_FOUND answering the leave; ignored", self.group_id)
+            return []
         if error in _COORDINATOR_MOVED:
+            # Java skips the backoff: the heartbeat goes as soon as the coordinator is found again.
+            self._failures, self._retry_in_ms = 0, 0
             return [FindCoordinator(error)]
         if error in _RETRIABLE:
+            self._retry_after_backoff()
             return [Backoff(error)]
+        if error in _REPORTED:
+            if self.state in _SILENT:
+                return []
+            failure = ConsumerGroupFatalError(error, message, code)
+            log.warning("group %s: member %s: %s; retrying in %s ms", self.group_id, self.member_id, failure,
+                        self._retry_after_backoff())
+            return [Report(failure), Backoff(error)]
         if error in _FENCING:
             return self._fenced(error, message)
         if error == "UNSUPPORTED_VERSION":
@@ -545,6 +629,7 @@ class ConsumerGroupMember:
 
     def _clear_assignment(self) -> None:
         self._current = frozenset()
+        self._current_epoch = -1
         self._reconciled_once = False
         self._names = {}
         self._target = None
@@ -559,7 +644,8 @@ class ConsumerGroupMember:
     # -- reconciliation ----------------------------------------------------------------------
 
     def _target_reconciled(self) -> bool:
-        return self._target is None or (self._reconciled_once and self._target == self._current)
+        return self._target is None or (self._reconciled_once and self._target == self._current
+                                        and self._current_epoch == self._target_epoch)
 
     def maybe_reconcile(self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]) -> Reconciliation | None:
         """The next step towards the target assignment, or None (nothing to do, one in progress, or
@@ -582,6 +668,14 @@ class ConsumerGroupMember:
         if assigned_ids == self._current and (self._reconciled_once or unresolved):
             # The resolvable part is what the member owns already; the rest waits for metadata (a
             # member that just joined waits for it too, rather than first hearing of an empty assignment).
+            if self._reconciled_once and self._current_epoch != self._target_epoch:
+                # A new target all the same: the broker may be waiting for this member to revoke what
+                # the target before asked for, so it hears the owned partitions again (Java bumps the
+                # local epoch and acknowledges).
+                log.info("group %s: new target at epoch %s needs no change; acknowledging %s", self.group_id,
+                         self.member_epoch, sorted(self.owned))
+                self._current_epoch = self._target_epoch
+                self.state = MemberState.ACKNOWLEDGING
             return None
         names_by_id = {**self._names, **resolved}
 
@@ -596,6 +690,7 @@ class ConsumerGroupMember:
             kept=named(assigned_ids & self._current),
             assigned_ids=assigned_ids,
             names={tid: names_by_id[tid] for tid in {p.topic_id for p in assigned_ids}},
+            target_epoch=self._target_epoch,
         )
         log.info("group %s: reconciling at epoch %s: assigned %s, added %s, revoked %s", self.group_id,
                  self.member_epoch, sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
@@ -614,6 +709,7 @@ class ConsumerGroupMember:
             log.info("group %s: reconciliation no longer relevant (state %s)", self.group_id, self.state.name)
             return False
         self._current = rec.assigned_ids
+        self._current_epoch = rec.target_epoch
         self._reconciled_once = True
         self._names = dict(rec.names)
         self._reconciling = None

@@ -21,6 +21,7 @@ from kassign.membership.consumer_group import (
     FindCoordinator,
     LosePartitions,
     MemberState,
+    Report,
     RevokePartitions,
     TopicIdPartition,
     new_member_id,
@@ -134,14 +135,16 @@ def test_static_member_sends_its_instance_id_with_every_heartbeat():
     assert fields(second) == {"member_epoch": 3, "instance_id": "i-1"}
 
 
-def test_regex_subscription_sends_the_regex_and_no_names():
+def test_regex_subscription_sends_the_regex_and_empty_names():
     m = member()
     m.subscribe(regex="orders-.*")
     assert m.subscribed_regex == "orders-.*" and m.subscribed_topics == frozenset()
     request = m.build_heartbeat()
-    assert request.subscribed_topic_regex == "orders-.*" and request.subscribed_topic_names is None
+    # As Java: the names are the (empty) explicit subscription; the broker subscribes the member to both.
+    assert request.subscribed_topic_regex == "orders-.*" and request.subscribed_topic_names == []
     m.on_heartbeat_response(answer(1, {}))
-    assert m.build_heartbeat().subscribed_topic_regex is None  # unchanged: null
+    again = m.build_heartbeat()
+    assert again.subscribed_topic_regex is None and again.subscribed_topic_names is None  # unchanged: null
 
 
 def test_acknowledgement_carries_the_new_owned_partitions_by_topic_id():
@@ -207,6 +210,7 @@ def test_unresolved_topic_alone_does_not_reconcile_until_named():
     m.build_heartbeat()
     m.on_heartbeat_response(answer(2, {T: [0], U: [3]}))
     assert m.maybe_reconcile({T: "orders"}) is None and m.unresolved_topic_ids == {U}
+    m.build_heartbeat()  # the new target is acknowledged with what the member owns (as Java)
     rec = m.maybe_reconcile(lambda tid: NAMES.get(tid))  # metadata arrived: a callable lookup works too
     assert rec.added == tps(3, topic="payments") and not m.unresolved_topic_ids
 
@@ -477,3 +481,180 @@ def test_an_answer_during_acknowledging_keeps_the_acknowledgement_urgent():
     assert m.state is MemberState.ACKNOWLEDGING and m.heartbeat_delay(0.0) == 0.0
     ack = m.build_heartbeat()
     assert ack.topic_partitions == [TopicIdPartitions(T, [0])] and m.state is MemberState.RECONCILING
+
+
+# -- issue #26: the rules Java's ConsumerMembershipManager and heartbeat managers pin down ------------
+
+
+def test_a_target_that_grows_and_shrinks_back_before_reconciling_is_acknowledged():
+    """The broker asked for a revocation (target A+B, then A) before the member reconciled: the member
+    owns A either way, but the broker waits for an owned list without B, so it must hear A again."""
+    m = joined({T: [0, 1]})
+    m.on_heartbeat_response(answer(2, {T: [0, 1, 2]}))  # grew ...
+    m.on_heartbeat_response(answer(2, {T: [0, 1]}))  # ... and shrank back before the member reconciled
+    assert m.maybe_reconcile(NAMES) is None
+    assert m.state is MemberState.ACKNOWLEDGING and m.heartbeat_delay(0.0) == 0.0
+    ack = m.build_heartbeat()
+    assert [(t.topic_id, t.partitions) for t in ack.topic_partitions] == [(T, [0, 1])]
+    assert m.state is MemberState.STABLE
+    m.on_heartbeat_response(answer(3, {T: [0, 1]}))  # the same target again is nothing new
+    assert m.state is MemberState.STABLE and m.build_heartbeat().topic_partitions is None
+
+
+def test_a_new_target_met_while_reconciling_another_is_acknowledged_after_it():
+    """Target A -> A-1 (reconciling, revoking 1) -> A again: once the revocation is done the member
+    re-assigns 1 at the newer target's epoch, acknowledging both steps."""
+    m = joined({T: [0, 1]})
+    m.on_heartbeat_response(answer(2, {T: [0]}))
+    rec = m.maybe_reconcile(NAMES)
+    m.on_heartbeat_response(answer(2, {T: [0, 1]}))  # back while the revocation runs
+    assert m.reconciliation_done(rec) and m.owned == tps(0)
+    assert m.build_heartbeat().topic_partitions is not None and m.state is MemberState.RECONCILING
+    rec = m.maybe_reconcile(NAMES)
+    assert rec is not None and rec.added == tps(1)
+
+
+def test_a_partial_target_equal_to_the_owned_set_is_acknowledged_and_reconciled_once_named():
+    m = joined({T: [0]})
+    m.on_heartbeat_response(answer(2, {T: [0], U: [3]}))
+    assert m.maybe_reconcile({T: "orders"}) is None and m.state is MemberState.ACKNOWLEDGING
+    assert m.build_heartbeat().topic_partitions is not None and m.state is MemberState.RECONCILING
+    m.on_heartbeat_response(answer(2))
+    rec = m.maybe_reconcile(NAMES)
+    assert rec is not None and rec.added == tps(3, topic="payments")
+
+
+@pytest.mark.parametrize("fail", [
+    lambda m: m.on_heartbeat_failure("connection reset"),
+    lambda m: m.on_heartbeat_response(answer(1, error=14)),  # COORDINATOR_LOAD_IN_PROGRESS
+    lambda m: m.on_heartbeat_response(answer(1, error=7)),  # REQUEST_TIMED_OUT
+], ids=["lost answer", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"])
+def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(fail):
+    m = joined(retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    m.on_heartbeat_response(answer(1, interval=5000))
+    m.build_heartbeat()
+    assert any(isinstance(a, Backoff) for a in fail(m))
+    assert m.heartbeat_delay(0.0) == pytest.approx(0.1) and m.heartbeat_delay(0.2) == 0.0
+    delays = []
+    for _ in range(5):  # each failure in a row doubles the backoff, up to the maximum
+        m.build_heartbeat()
+        fail(m)
+        delays.append(m.heartbeat_delay(0.0))
+    assert delays == pytest.approx([0.2, 0.4, 0.8, 1.0, 1.0])
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, interval=5000))
+    assert m.heartbeat_delay(0.0) == pytest.approx(5.0)  # an answer: back on the interval
+
+
+@pytest.mark.parametrize("code", [15, 16], ids=["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"])
+def test_a_coordinator_error_retries_as_soon_as_the_coordinator_is_found(code):
+    m = joined()
+    m.on_heartbeat_response(answer(1, interval=5000))
+    m.build_heartbeat()
+    assert isinstance(m.on_heartbeat_response(answer(1, error=code))[0], FindCoordinator)
+    assert m.heartbeat_delay(0.0) == 0.0
+
+
+def test_a_joining_member_backs_off_too():
+    m = member()
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_failure("connection refused")
+    assert m.heartbeat_delay(0.05) == pytest.approx(0.05)
+
+
+def test_topic_authorization_failure_is_reported_and_the_member_carries_on():
+    """Java (KAFKA-18813): raised to the application, the member keeps its state and retries."""
+    m = joined({T: [0]})
+    m.build_heartbeat()
+    actions = m.on_heartbeat_response(answer(1, error=29, message="Unauthorized topics: [payments]"))
+    assert [type(a) for a in actions] == [Report, Backoff]
+    assert actions[0].error.error == "TOPIC_AUTHORIZATION_FAILED" and "payments" in str(actions[0].error)
+    assert m.state is MemberState.STABLE and m.owned == tps(0) and m.member_epoch == 1
+    assert m.heartbeat_delay(0.0) == pytest.approx(0.1)
+    retry = m.build_heartbeat()
+    assert retry.topic_partitions is not None and retry.subscribed_topic_names == ["orders"]  # full again
+    m.on_heartbeat_response(answer(1))
+    assert m.state is MemberState.STABLE
+    assert m.subscribe(["payments"]) == [] and m.state is MemberState.STABLE
+
+
+def test_topic_authorization_failure_while_joining_keeps_joining():
+    m = member()
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    assert isinstance(m.on_heartbeat_response(answer(0, error=29))[0], Report)
+    assert m.state is MemberState.JOINING and m.build_heartbeat().member_epoch == 0
+
+
+@pytest.mark.parametrize("switch", [
+    lambda m: m.subscribe(["orders"]),
+    lambda m: m.subscribe(regex=""),
+], ids=["to topics", "to an empty regex"])
+def test_dropping_a_regex_subscription_sends_an_empty_regex(switch):
+    m = member()
+    m.subscribe(regex="orders-.*")
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {}))
+    switch(m)
+    request = m.build_heartbeat()
+    assert request.subscribed_topic_regex == ""  # null would mean "unchanged": the broker kept the old regex
+    m.on_heartbeat_response(answer(1))
+    assert m.build_heartbeat().subscribed_topic_regex is None
+
+
+def test_dropping_a_regex_is_said_again_in_a_full_heartbeat_after_a_failure():
+    m = member()
+    m.subscribe(regex="orders-.*")
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(1, {}))
+    m.subscribe(["orders"])
+    m.build_heartbeat()
+    m.on_heartbeat_failure("timed out")  # the broker may never have seen the switch
+    assert m.build_heartbeat().subscribed_topic_regex == ""
+
+
+def test_a_topics_member_never_sends_a_regex():
+    m = joined()
+    m.subscribe(["orders", "audit"])
+    m.on_heartbeat_failure("timed out")
+    assert m.build_heartbeat().subscribed_topic_regex is None
+
+
+def test_switching_from_topics_to_a_regex_clears_the_names():
+    m = joined()
+    m.subscribe(regex="orders-.*")
+    request = m.build_heartbeat()
+    assert request.subscribed_topic_regex == "orders-.*" and request.subscribed_topic_names == []
+
+
+def test_group_id_not_found_answering_the_leave_is_harmless():
+    """Subscribe, then unsubscribe before the group exists: the leave's answer does not end the member."""
+    m = member()
+    m.subscribe(["orders"])
+    m.leave()
+    m.leave_prepared()
+    assert m.build_heartbeat().member_epoch == LEAVE_EPOCH
+    assert m.on_heartbeat_response(answer(-1, error=69)) == []  # GROUP_ID_NOT_FOUND
+    assert m.state is MemberState.UNSUBSCRIBED and m.fatal_error is None
+    assert m.subscribe(["orders"]) == [] and m.state is MemberState.JOINING
+
+
+def test_group_id_not_found_in_the_group_is_still_fatal():
+    m = joined()
+    m.build_heartbeat()
+    assert isinstance(m.on_heartbeat_response(answer(1, error=69))[-1], Fail)
+
+
+def test_the_leave_heartbeat_does_not_wait_for_one_in_flight():
+    m = joined({T: [0]})
+    m.on_heartbeat_response(answer(1, interval=5000))
+    assert m.build_heartbeat() is not None  # in flight
+    assert m.heartbeat_delay(0.0) is None
+    m.leave()
+    m.leave_prepared()
+    assert m.heartbeat_delay(0.0) == 0.0
+    leave = m.build_heartbeat()
+    assert leave is not None and leave.member_epoch == LEAVE_EPOCH
+    assert m.on_heartbeat_response(answer(1, {T: [0]})) == []  # the late answer to the one in flight
+    assert m.state is MemberState.UNSUBSCRIBED and m.owned == frozenset()
