@@ -30,10 +30,18 @@ from kassign.protocol.follow_up_mark import read_follow_up
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClassicMember", "JoinPreparation", "SyncOutcome", "select_rebalance_protocol", "FENCING_ERRORS"]
+__all__ = ["ClassicMember", "JoinPreparation", "SyncOutcome", "select_rebalance_protocol", "FENCING_ERRORS",
+           "MEMBER_ID_KEPT_ERRORS", "FATAL_FENCING_ERRORS"]
 
 #: Errors after which a member's generation is gone: what it owned may already be someone else's.
 FENCING_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"})
+#: Fencing errors after which the member keeps its member id and resets only its generation (Java's
+#: KAFKA-13419): the coordinator still knows the member, so the next JoinGroup names it rather than
+#: adding a second member that the group keeps, unsynced, until its session expires.
+MEMBER_ID_KEPT_ERRORS = frozenset({"ILLEGAL_GENERATION"})
+#: Fencing errors that end the membership for good, whichever request they answer (JoinGroup,
+#: SyncGroup, Heartbeat): another instance took this static member's ``group.instance.id``.
+FATAL_FENCING_ERRORS = frozenset({"FENCED_INSTANCE_ID"})
 
 _EMPTY: frozenset[TopicPartition] = frozenset()
 
@@ -72,7 +80,8 @@ class SyncOutcome:
     again. ``ignored``: partitions of topics the member does not subscribe to (never consumed).
     ``user_data``: the assignor's own user data, the follow-up mark stripped. ``reschedule``: the
     assignor reads user data, so its rejoin schedule is replaced: by a rejoin ``rejoin_after_s``
-    seconds from now, or by none.
+    seconds from now, or by none. ``assignor_error``: what the assignor raised when told of the
+    assignment; the round completes regardless (the driver hands it to the application afterwards).
     """
 
     generation: int
@@ -86,6 +95,7 @@ class SyncOutcome:
     rejoin: str | None = None
     reschedule: bool = False
     rejoin_after_s: float | None = None
+    assignor_error: Exception | None = None
 
     @property
     def changed(self) -> bool:
@@ -211,15 +221,29 @@ class ClassicMember:
             rejoin = "follow-up pending"
         self._rejoin_after_sync = False
 
-        reschedule, rejoin_after_s = False, None
+        reschedule, rejoin_after_s, error = False, None, None
         if assignor is not None:
-            assignor.on_assignment(sorted(assigned), generation)
+            # As Java's ``invokeOnAssignment``: an assignor that raises is reported, never allowed to
+            # stop the round half-way (``owned`` is already this generation's assignment).
+            error = _call_assignor(assignor, "on_assignment", sorted(assigned), generation)
             receive = getattr(assignor, "on_assignment_user_data", None)
             if receive is not None:
-                # This assignment's schedule replaces the previous one, whatever it was.
-                receive(user_data)
-                reschedule = True
-                delay = getattr(assignor, "rejoin_after_s", None)
-                rejoin_after_s = None if delay is None else max(0.0, float(delay))
+                receive_error = _call_assignor(assignor, "on_assignment_user_data", user_data)
+                error = error or receive_error
+                if receive_error is None:
+                    # This assignment's schedule replaces the previous one, whatever it was.
+                    reschedule = True
+                    delay = getattr(assignor, "rejoin_after_s", None)
+                    rejoin_after_s = None if delay is None else max(0.0, float(delay))
         return SyncOutcome(generation, assigned, added, revoked, kept, ignored, user_data, follow_up, rejoin,
-                           reschedule, rejoin_after_s)
+                           reschedule, rejoin_after_s, error)
+
+
+def _call_assignor(assignor: PartitionAssignor, method: str, *args: Any) -> Exception | None:
+    """Call ``assignor.method(*args)``; what it raises is logged and returned, not propagated."""
+    try:
+        getattr(assignor, method)(*args)
+    except Exception as exc:
+        log.exception("assignor %s failed in %s; completing the round without it", assignor.name, method)
+        return exc
+    return None

@@ -48,6 +48,7 @@ def _coordinator(*, closing: bool, rebalance_timeout_ms: int = 30000) -> Kassign
     c._rebalance_timeout_ms = rebalance_timeout_ms
     c._commit_response_for = None
     c._commit_reset_wanted = False
+    c._member_id_kept = False
     c._joining = False
     c._rejoin_needed_fut = create_future()
     c._init_commit_guard()

@@ -128,6 +128,24 @@ def test_each_assignment_replaces_the_assignors_schedule() -> None:
     assert member.on_sync(3, Assignment([]), {"t"}).reschedule is False  # no assignor that reads user data
 
 
+class _RaisingAssignor(_DelayAssignor):
+    def on_assignment(self, partitions: Any, generation: int) -> None:
+        raise RuntimeError("assignor bug")
+
+
+def test_an_assignor_that_raises_does_not_stop_the_round() -> None:
+    """Java's ``invokeOnAssignment``: the exception is reported with the outcome; the revocation,
+    the new partitions and the assignor's schedule all still come out of the round."""
+    member, assignor = ClassicMember(COOP), _RaisingAssignor()
+    member.on_sync(1, Assignment(sorted(tps(0, 1))), {"t"})
+    outcome = member.on_sync(2, Assignment(sorted(tps(1, 2)), b"0.5"), {"t"}, assignor)
+    assert isinstance(outcome.assignor_error, RuntimeError) and str(outcome.assignor_error) == "assignor bug"
+    assert (outcome.revoked, outcome.added, outcome.kept) == (tps(0), tps(2), tps(1))
+    assert outcome.rejoin is not None and (outcome.reschedule, outcome.rejoin_after_s) == (True, 0.5)
+    assert member.owned == tps(1, 2) and member.owned_generation == 2
+    assert member.on_sync(3, Assignment(sorted(tps(1, 2))), {"t"}, _DelayAssignor()).assignor_error is None
+
+
 # -- the same table through both drivers ---------------------------------------------------------
 
 

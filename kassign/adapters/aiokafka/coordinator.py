@@ -41,7 +41,7 @@ import aiokafka.errors as Errors
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
 from aiokafka.coordinator.protocol import ConsumerProtocol
 from aiokafka.protocol.commit import OffsetCommitRequest
-from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.static_heartbeat import (
@@ -58,9 +58,11 @@ from kassign.adapters.aiokafka.group_protocol import (
     cluster_inputs,
     encode_group_assignment,
     read_member_subscriptions,
+    replica_racks,
 )
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
+from kassign.membership.classic import FATAL_FENCING_ERRORS, MEMBER_ID_KEPT_ERRORS
 from kassign.model import RebalanceProtocol
 from kassign.protocol import ProtocolError, decode_assignment, encode_subscription
 
@@ -69,6 +71,12 @@ log = logging.getLogger(__name__)
 __all__ = ["KassignGroupCoordinator"]
 
 _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
+_NO_GENERATION = -1
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of an error code (aiokafka's ``for_code`` knows no FENCED_INSTANCE_ID)."""
+    return "FENCED_INSTANCE_ID" if code == FENCED_INSTANCE_ID else Errors.for_code(code).message
 # aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
 _LEAVE_CONNECTION = "kassign-leave"
 
@@ -111,7 +119,7 @@ class _Rebalance(CoordinatorGroupRebalance):
                 return None  # closed meanwhile: no SyncGroup, nothing installed; close() has left
             error_type = Errors.for_code(response.error_code)
             if error_type is not Errors.MemberIdRequired:
-                self.join_error = error_type.__name__ if error_type is not Errors.NoError else None
+                self.join_error = _error_name(response.error_code) if error_type is not Errors.NoError else None
                 break
             # KIP-394: the broker hands out the member id and wants the join repeated with it.
             coordinator.member_id = response.member_id
@@ -133,6 +141,9 @@ class _Rebalance(CoordinatorGroupRebalance):
 
     async def _on_join_error(self, error_type: type[Errors.KafkaError]) -> None:
         coordinator = self._coordinator
+        if self.join_error in FATAL_FENCING_ERRORS:
+            # Java: fatal whatever the generation -- another instance now holds this instance id.
+            raise coordinator.fenced_instance_error()
         if error_type is Errors.GroupLoadInProgressError:
             await asyncio.sleep(self._retry_backoff_ms / 1000)
         elif error_type in (Errors.UnknownMemberIdError, Errors.IllegalGenerationError):
@@ -148,6 +159,14 @@ class _Rebalance(CoordinatorGroupRebalance):
             error = error_type()
             log.error("JoinGroup for group %s failed: %r", self.group_id, error)
             raise error
+
+    async def _send_sync_group_request(self, request: Any) -> bytes | None:
+        try:
+            return await super()._send_sync_group_request(request)
+        except Errors.KafkaError:
+            if self._coordinator._fenced:  # aiokafka reads FENCED_INSTANCE_ID as an unknown error
+                raise self._coordinator.fenced_instance_error() from None
+            raise
 
 
 class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
@@ -189,6 +208,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         # assignment, leaving or closing replaces it.
         self._scheduled_rejoin: asyncio.TimerHandle | None = None
         self._fenced = False  # a replaced static member: final
+        self._fenced_error: FencedInstanceIdError | None = None  # raised from every poll once fenced
+        # Set by _send_req from an ILLEGAL_GENERATION answer, read by the reset_generation aiokafka calls next.
+        self._member_id_kept = False
+        # Leader: whether the last assignment was rack-aware (some member named its rack), so that the
+        # metadata snapshot also watches the racks of the partitions' replicas (KIP-881).
+        self._rack_aware = False
         self._leave_in_flight: asyncio.Future[None] | None = None
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
@@ -258,6 +283,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             result = await rebalance.perform_group_join()
         except Exception as exc:
             self._call_hook("rebalance_completed", False, None, exc)
+            if isinstance(exc, FencedInstanceIdError):
+                await self._fence()
             raise
         finally:
             self._joining = False
@@ -293,6 +320,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._client.set_topics(all_topics)
         await wait_for_metadata(self._client)
         partitions_per_topic, racks = cluster_inputs(self._cluster, subscriptions)
+        self._rack_aware = any(sub.rack_id for sub in subscriptions.values())
         try:
             decision = self._member.lead(assignor, partitions_per_topic, subscriptions, self.generation,
                                          unreadable=unreadable, partition_racks=racks)
@@ -300,6 +328,15 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             raise as_kafka_error(exc) from exc
         self._metadata_snapshot = self._get_metadata_snapshot()
         return encode_group_assignment(decision)
+
+    def _get_metadata_snapshot(self) -> Any:
+        """What the leader watches for a rebalance: partitions per subscribed topic (aiokafka's) and,
+        when the assignment was rack-aware, the racks of every partition's replicas (KIP-881, as Java's
+        ``MetadataSnapshot``), so that a reassignment of replicas across racks rebalances the group."""
+        counts = super()._get_metadata_snapshot()
+        if not self._rack_aware:
+            return counts
+        return counts, replica_racks(self._cluster, counts)
 
     # -- after SyncGroup -------------------------------------------------------------------
 
@@ -312,6 +349,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         except ProtocolError as exc:
             raise Errors.KafkaError(f"group {self.group_id}: unreadable assignment from the leader: {exc}") from exc
         outcome = self._member.on_sync(generation, received, self._subscription.topics, assignor)
+        if outcome.assignor_error is not None and self._listener_error is None:
+            # As a listener's: raised from the next getmany()/getone(), once the round is complete.
+            self._listener_error = outcome.assignor_error
         if outcome.reschedule:
             self._reschedule_rejoin(assignor, outcome.rejoin_after_s)
         if outcome.revoked:
@@ -387,11 +427,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._listener_error = error
 
     def check_errors(self) -> None:
-        """aiokafka's check (called by ``getmany()``/``getone()``), then a pending listener exception."""
+        """aiokafka's check (called by ``getmany()``/``getone()``), then a pending listener or assignor
+        exception, then -- on every call, as Java's poll -- the fencing of a replaced static member."""
         super().check_errors()
         if self._listener_error is not None:
             exc, self._listener_error = self._listener_error, None
             raise exc
+        if self._fenced_error is not None:
+            raise self.fenced_instance_error()
 
     async def close(self) -> None:
         self._cancel_scheduled_rejoin()
@@ -427,10 +470,20 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.
             await self._revoke_partitions(_aio(departure.revoked), commit=False)
-        if self._join_in_flight and self.generation > 0 and self._group_instance_id is None:
-            await self._leave_beside_the_join()
-            return
-        await super()._maybe_leave_group()
+        # Java's maybeLeaveGroup: a dynamic member leaves whenever it has a member id, also before its
+        # first generation (closed during its first join): the coordinator counts it among the joining
+        # members and would hand it partitions. Static members never leave (their session decides).
+        if self._group_instance_id is None and self.member_id != _NO_MEMBER_ID and self.coordinator_id is not None:
+            if self._join_in_flight:
+                await self._leave_beside_the_join()
+                return
+            try:
+                response = await self._send_req(LeaveGroupRequest(self.group_id, self.member_id))
+                log.info("group %s: LeaveGroup of %s answered %s", self.group_id, self.member_id,
+                         _error_name(response.error_code))
+            except Errors.KafkaError as err:
+                log.error("group %s: LeaveGroup failed: %r", self.group_id, err)
+        self.reset_generation()
 
     async def _leave_beside_the_join(self) -> None:
         """LeaveGroup on a connection of its own: the broker handles one request per connection at a
@@ -460,27 +513,51 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _do_heartbeat(self) -> bool:
         if self._fenced:
             return False
+        if self.generation == _NO_GENERATION:
+            # Reset, member id kept (ILLEGAL_GENERATION): a rejoin is pending and there is no generation
+            # to heartbeat for (Java's heartbeat thread pauses while unjoined); nothing failed either.
+            return True
         try:
             return await super()._do_heartbeat()
         except Errors.KafkaError:
             if not self._fenced:
                 raise
-        # Final, as in Java: what this member owned may already be its replacement's.
+        await self._fence()
+        raise self.fenced_instance_error()
+
+    def fenced_instance_error(self) -> FencedInstanceIdError:
+        """The error a replaced static member raises."""
+        return FencedInstanceIdError(f"group {self.group_id}: instance {self._group_instance_id}")
+
+    async def _fence(self) -> None:
+        """FENCED_INSTANCE_ID answered a JoinGroup, SyncGroup or Heartbeat. Final, as in Java: what this
+        member owned may already be its replacement's, so it is lost (no commit) and no longer fetched;
+        the member never rejoins, and every poll raises :class:`FencedInstanceIdError`."""
         log.error("group %s: static member %s was fenced by another instance with the same id; its partitions "
                   "are lost and it will not rejoin", self.group_id, self._group_instance_id)
+        self._fenced = True
+        self._cancel_scheduled_rejoin()
         lost = self._member.lose_all()
         if lost:
             await self._lose_partitions(_aio(lost))
         if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
             self._install(frozenset(), carried=frozenset())
-        raise FencedInstanceIdError(f"group {self.group_id}: instance {self._group_instance_id}")
+        self._fenced_error = self.fenced_instance_error()
 
     async def _send_req(self, request: Any) -> Any:
+        sent = request
         if isinstance(request, HeartbeatRequest) and self._group_instance_id is not None:
             request = InstanceHeartbeatRequest(self.group_id, self.generation, self.member_id, self._group_instance_id)
+        self._member_id_kept = False
         response = await super()._send_req(request)
-        if getattr(response, "error_code", None) == FENCED_INSTANCE_ID:
+        code = getattr(response, "error_code", None)
+        error = None if code is None else _error_name(code)
+        if error in FATAL_FENCING_ERRORS:
             self._fenced = True
+        elif error in MEMBER_ID_KEPT_ERRORS and isinstance(sent, (HeartbeatRequest, SyncGroupRequest)):
+            # aiokafka resets the member on this answer (its next step, with no await in between);
+            # reset_generation then keeps the member id, as Java does (KAFKA-13419).
+            self._member_id_kept = True
         if isinstance(request, OffsetCommitRequest):
             # Set until _do_commit_offsets has handled this response, which it does without awaiting.
             self._commit_response_for = self._commit_sent_as
@@ -508,6 +585,15 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     def reset_generation(self) -> None:
         if self._commit_response_for is not None:
             self._commit_reset_wanted = True  # decided by _do_commit_offsets from the error
+            return
+        if self._member_id_kept:
+            # ILLEGAL_GENERATION (Heartbeat, SyncGroup): the coordinator still knows this member id. Rejoining
+            # under it replaces the member; an empty id would add a second one, and the group would keep
+            # the abandoned one (and hand it partitions) until its session expired.
+            self._member_id_kept = False
+            log.info("group %s: generation %s reset, rejoining as %s", self.group_id, self.generation, self.member_id)
+            self.generation = _NO_GENERATION
+            self.request_rejoin()
             return
         super().reset_generation()
 
