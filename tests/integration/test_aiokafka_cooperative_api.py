@@ -1,6 +1,8 @@
 """AIOKafkaConsumer's API on CooperativeConsumer in live cooperative groups: ``seek`` on kept
 partitions, pattern subscriptions picking up a new topic, ``subscribe()`` changes at runtime, and
-manual commits in the revoke listener.
+manual commits in the revoke listener -- each on both group protocols (the ``group_protocol``
+fixture: classic with kassign's cooperative-sticky, consumer with the broker's assignor) -- and a
+member closed during a classic rebalance.
 
 The consumers run in this process, so a test can call their API in the middle of a rebalance and
 see every record they process. Their listeners run on one event loop, so the order of the callbacks
@@ -27,12 +29,14 @@ from aiokafka.structs import OffsetAndMetadata  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import wait_consumers_settled  # noqa: E402
+from integration.protocols import consumer_config  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
 
-# Short timeouts keep each rebalance quick (the test broker allows sessions down to 500 ms).
-TIMING = dict(session_timeout_ms=1500, heartbeat_interval_ms=250, auto_offset_reset="earliest")
+# Short timeouts keep each rebalance quick (the test broker allows sessions down to 500 ms, and
+# consumer-protocol groups down to 1000 ms with heartbeats every 100 ms).
+SESSION_MS, HEARTBEAT_MS = 1500, 250
 
 RevokeHook = Callable[[frozenset[TP]], Awaitable[None]]
 
@@ -98,15 +102,17 @@ class Recorder(ConsumerRebalanceListener):
 
 
 class Member:
-    """One in-process CooperativeConsumer that processes records in a background task."""
+    """One in-process CooperativeConsumer that processes records in a background task, on
+    ``protocol``; ``config`` (classic only for the timing) overrides the short defaults."""
 
     def __init__(self, name: str, bootstrap: str, group_id: str, ownership: Ownership, *,
                  topics: Iterable[str] = (), pattern: str | None = None, on_revoke: RevokeHook | None = None,
-                 **config) -> None:
+                 protocol: str = "classic", **config) -> None:
         self.name = name
         self.listener = Recorder(name, ownership, on_revoke)
+        timing = consumer_config(bootstrap, group_id, protocol, session_ms=SESSION_MS, heartbeat_ms=HEARTBEAT_MS)
         self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, client_id=name,
-                                            **{**TIMING, **config})
+                                            **{"auto_offset_reset": "earliest", **timing, **config})
         self.consumer.subscribe(list(topics), pattern=pattern, listener=self.listener)
         self.records: list[tuple[TP, int]] = []  # in processing order
         self.next_offset: dict[TP, int] = {}
@@ -189,7 +195,7 @@ async def _stop_all(members: list[Member]) -> None:
 
 
 def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootstrap_servers, group_id,
-                                                                          topic_factory):
+                                                                          topic_factory, group_protocol):
     """A seeks one kept partition back from its revoke listener (mid-rebalance), and once settled the
     other one forward: consumption continues from the sought positions, and through the rebalance
     the position of the kept partition nobody sought is untouched."""
@@ -209,8 +215,9 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootst
             a.consumer.seek(tp, 5)
             sought_back[tp] = len(a.records)
 
-        a = Member("A", bootstrap_servers, group_id, ownership, topics=[topic], on_revoke=seek_back)
-        b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic])
+        a = Member("A", bootstrap_servers, group_id, ownership, topics=[topic], on_revoke=seek_back,
+                   protocol=group_protocol)
+        b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic], protocol=group_protocol)
         try:
             await a.start()
             await _settled([a], partitions)
@@ -249,7 +256,7 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootst
 
 
 def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partitions(
-        bootstrap_servers, group_id, topic_factory):
+        bootstrap_servers, group_id, topic_factory, group_protocol):
     """Both members subscribe by pattern; a matching topic created later is spread over the group and
     no partition of the first topic changes owner."""
     prefix = f"pat-{uuid.uuid4().hex[:8]}-"
@@ -259,7 +266,7 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
 
     async def scenario():
         members = [Member(name, bootstrap_servers, group_id, ownership, pattern=f"^{re.escape(prefix)}.*",
-                          metadata_max_age_ms=1000) for name in ("A", "B")]
+                          metadata_max_age_ms=1000, protocol=group_protocol) for name in ("A", "B")]
         try:
             await asyncio.gather(*(m.start() for m in members))
             before = await _settled(members, old)
@@ -290,7 +297,8 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
         assert processed == sorted(sent[tp]), f"{tp}: {processed}"
 
 
-def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_servers, group_id, topic_factory):
+def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_servers, group_id, topic_factory,
+                                                                    group_protocol, request):
     """One member changes its topic list at runtime: it revokes exactly its partitions of the topic it
     dropped, the other member revokes nothing and takes them, and no position moves.
 
@@ -299,12 +307,20 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_s
     y-0, the only partition it can take): either way no further move can improve the balance, so
     cooperative-sticky must move exactly the dropped partitions.
     """
+    if group_protocol == "consumer":
+        # Found running this test on both protocols (issue 26): subscribe() drops the dropped topic's
+        # partitions from the installed assignment at once, so their revocation commits nothing and
+        # the new owner reads them again from the last commit. Strict: passing again fails this mark.
+        request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+            "consumer protocol: a subscribe() change loses the dropped topic's positions before its "
+            "revocation commits them (ConsumerGroupCoordinator._on_subscription)")))
     x, y = topic_factory(4), topic_factory(1)
     partitions = {TP(x, p) for p in range(4)} | {TP(y, 0)}
     ownership = Ownership()
 
     async def scenario():
-        members = [Member(name, bootstrap_servers, group_id, ownership, topics=[x, y]) for name in ("A", "B")]
+        members = [Member(name, bootstrap_servers, group_id, ownership, topics=[x, y], protocol=group_protocol)
+                   for name in ("A", "B")]
         try:
             await asyncio.gather(*(m.start() for m in members))
             before = await _settled(members, partitions)
@@ -336,7 +352,8 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_s
         assert processed == sorted(sent[tp]), f"{tp} processed {processed}"
 
 
-def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_servers, group_id, topic_factory):
+def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_servers, group_id, topic_factory,
+                                                                 group_protocol):
     """Auto-commit off; the user commits what it processed in ``on_partitions_revoked``. Records flow
     during the scale-out, and every record is processed exactly once: the new owner resumes at the
     offset the old owner committed."""
@@ -361,9 +378,10 @@ def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_serve
     async def scenario():
         ref_a: list[Member] = []
         a = Member("A", bootstrap_servers, group_id, ownership, topics=[topic], enable_auto_commit=False,
-                   on_revoke=committing(ref_a))
+                   on_revoke=committing(ref_a), protocol=group_protocol)
         ref_a.append(a)
-        b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic], enable_auto_commit=False)
+        b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic], enable_auto_commit=False,
+                   protocol=group_protocol)
         try:
             await a.start()
             await _settled([a], partitions)
