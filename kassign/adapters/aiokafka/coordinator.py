@@ -18,8 +18,13 @@ this module carries them out with aiokafka's requests, fetch state and listener 
 * partitions lost to a generation reset (fenced, session expired) go to the listener's
   ``on_partitions_lost`` when it has one (else ``on_partitions_revoked``) and are not committed;
 * a static member (``group_instance_id``) heartbeats with its instance id, so one replaced by a
-  new instance is answered FENCED_INSTANCE_ID: it loses its partitions, never rejoins, and the
-  next ``getmany()``/``getone()`` raises :class:`FencedInstanceIdError` (as Java's poll does);
+  new instance is answered FENCED_INSTANCE_ID (to a Heartbeat, JoinGroup or SyncGroup): it loses its
+  partitions, never rejoins, and every ``getmany()``/``getone()`` raises
+  :class:`FencedInstanceIdError` (as Java's poll does);
+* ILLEGAL_GENERATION (Heartbeat, SyncGroup) resets the generation and keeps the member id, as Java
+  (KAFKA-13419); a dynamic member with a member id leaves on close, even before its first generation;
+* a rack-aware leader (some member names its rack) rebalances when partitions' replica racks change
+  (KIP-881); an assignor raising in ``on_assignment`` is reported from the next poll, the round completes;
 * an assignor with group-wide state (the delayed assignor) gets it sent to every member and
   received back through ``on_assignment_user_data``; when it then asks for a rejoin after
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
@@ -71,14 +76,14 @@ log = logging.getLogger(__name__)
 __all__ = ["KassignGroupCoordinator"]
 
 _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
-_NO_GENERATION = -1
+_NO_GENERATION = OffsetCommitRequest.DEFAULT_GENERATION_ID
+# aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
+_LEAVE_CONNECTION = "kassign-leave"
 
 
 def _error_name(code: int) -> str:
     """Kafka's name of an error code (aiokafka's ``for_code`` knows no FENCED_INSTANCE_ID)."""
     return "FENCED_INSTANCE_ID" if code == FENCED_INSTANCE_ID else Errors.for_code(code).message
-# aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
-_LEAVE_CONNECTION = "kassign-leave"
 
 
 _aio = aio_partitions
@@ -208,7 +213,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         # assignment, leaving or closing replaces it.
         self._scheduled_rejoin: asyncio.TimerHandle | None = None
         self._fenced = False  # a replaced static member: final
-        self._fenced_error: FencedInstanceIdError | None = None  # raised from every poll once fenced
+        self._fenced_out = False  # fenced and its partitions given up: every poll raises FencedInstanceIdError
         # Set by _send_req from an ILLEGAL_GENERATION answer, read by the reset_generation aiokafka calls next.
         self._member_id_kept = False
         # Leader: whether the last assignment was rack-aware (some member named its rack), so that the
@@ -332,7 +337,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     def _get_metadata_snapshot(self) -> Any:
         """What the leader watches for a rebalance: partitions per subscribed topic (aiokafka's) and,
         when the assignment was rack-aware, the racks of every partition's replicas (KIP-881, as Java's
-        ``MetadataSnapshot``), so that a reassignment of replicas across racks rebalances the group."""
+        ``MetadataSnapshot``), so that a reassignment of replicas across racks rebalances the group.
+
+        Java watches racks when the leader itself has a rack; kassign when any member does, because
+        that is when its leader hands racks to the assignor (a rack-less leader may lead racked members).
+        """
         counts = super()._get_metadata_snapshot()
         if not self._rack_aware:
             return counts
@@ -433,7 +442,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if self._listener_error is not None:
             exc, self._listener_error = self._listener_error, None
             raise exc
-        if self._fenced_error is not None:
+        if self._fenced_out:
             raise self.fenced_instance_error()
 
     async def close(self) -> None:
@@ -542,7 +551,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             await self._lose_partitions(_aio(lost))
         if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
             self._install(frozenset(), carried=frozenset())
-        self._fenced_error = self.fenced_instance_error()
+        self._fenced_out = True
 
     async def _send_req(self, request: Any) -> Any:
         sent = request
