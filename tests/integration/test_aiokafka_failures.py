@@ -1,6 +1,8 @@
 """Cooperative rebalances that go wrong inside a member: a rebalance listener that raises, and a
 commit that fails while partitions are being revoked. The group must still settle and no record may
-be lost (a failed commit may cause records to be processed twice, never skipped).
+be lost (a failed commit may cause records to be processed twice, never skipped). Both run on both
+group protocols (the ``group_protocol`` fixture: classic with kassign's cooperative-sticky, consumer
+with the broker's assignor).
 
 The consumers run in this process so the test can break their listener or their commits.
 """
@@ -20,11 +22,12 @@ from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import wait_consumers_settled  # noqa: E402
-from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor  # noqa: E402
+from integration.protocols import consumer_config  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
-TIMING = dict(session_timeout_ms=1500, heartbeat_interval_ms=250, auto_offset_reset="earliest")
+SESSION_MS, HEARTBEAT_MS = 1500, 250
 
 
 class RaisingListener(ConsumerRebalanceListener):
@@ -43,10 +46,11 @@ class RaisingListener(ConsumerRebalanceListener):
 class Member:
     """One in-process consumer that records every (partition, offset) it processes."""
 
-    def __init__(self, bootstrap, group_id, topic, *, listener=None, commit_failure=None, **config):
-        self.consumer = CooperativeConsumer(
-            bootstrap_servers=bootstrap, group_id=group_id,
-            partition_assignment_strategy=(CooperativeStickyAssignor,), **TIMING, **config)
+    def __init__(self, bootstrap, group_id, topic, protocol, *, listener=None, commit_failure=None, **config):
+        # Cooperative-sticky on the classic protocol (CooperativeConsumer's default), the broker's on consumer.
+        timing = consumer_config(bootstrap, group_id, protocol, session_ms=SESSION_MS, heartbeat_ms=HEARTBEAT_MS)
+        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id,
+                                            auto_offset_reset="earliest", **timing, **config)
         self.consumer.subscribe([topic], listener=listener)
         self.seen: dict[TP, list[int]] = defaultdict(list)
         self.task: asyncio.Task | None = None
@@ -129,12 +133,12 @@ async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, s
             await member.stop()
 
 
-def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory):
+def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory, group_protocol):
     topic = topic_factory(6)
     listeners = [RaisingListener() for _ in range(4)]
 
     async def scenario():
-        members = [Member(bootstrap_servers, group_id, topic, listener=lst) for lst in listeners]
+        members = [Member(bootstrap_servers, group_id, topic, group_protocol, listener=lst) for lst in listeners]
         owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, members[:2], members[2:])
         return owned, members
 
@@ -145,7 +149,8 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
     assert all(any("listener bug" in e for e in m.listener_errors) for m in members), [m.listener_errors for m in members]
 
 
-def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory):
+def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory,
+                                                          group_protocol):
     topic = topic_factory(6)
     failed: list[set] = []
 
@@ -156,9 +161,10 @@ def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, gro
     async def scenario():
         # Auto-commit on, so revoked partitions are committed during revocation; every commit of
         # the first two members fails, as if the coordinator had gone away.
-        first = [Member(bootstrap_servers, group_id, topic, enable_auto_commit=True, auto_commit_interval_ms=60000,
-                        commit_failure=failing_commit) for _ in range(2)]
-        second = [Member(bootstrap_servers, group_id, topic, enable_auto_commit=True) for _ in range(2)]
+        first = [Member(bootstrap_servers, group_id, topic, group_protocol, enable_auto_commit=True,
+                        auto_commit_interval_ms=60000, commit_failure=failing_commit) for _ in range(2)]
+        second = [Member(bootstrap_servers, group_id, topic, group_protocol, enable_auto_commit=True)
+                  for _ in range(2)]
         owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, first, second, produce_between=20)
         return owned, second
 
