@@ -88,10 +88,19 @@ class FakeGroupCoordinator:
         self.fetches: list[OffsetFetchRequest] = []
         self.fetch_errors: list[int] = []  # group-level errors for the next fetches, in turn
         self.metadata_requests = 0
+        self.interval_ms = 20
+        self.errors_at: dict[int, int] = {}  # heartbeat index -> error code answering it
+        self.lost_at: set[int] = set()  # heartbeat indexes whose answer is lost (connection error)
+        self.sent_at: list[float] = []  # when each heartbeat reached the coordinator
+        self.stall: asyncio.Event | None = None  # while set and not fired, heartbeats (not leaves) hang
+        self.lookup_error: Exception | None = None  # FindCoordinator refused with this
 
     def answer(self, message: Any) -> Any:
         if isinstance(message, ConsumerGroupHeartbeatRequest):
             self.heartbeats.append(message)
+            if len(self.heartbeats) - 1 in self.errors_at:
+                return ConsumerGroupHeartbeatResponse(error_code=self.errors_at[len(self.heartbeats) - 1],
+                                                      error_message="scripted")
             if self.next_error:
                 error, self.next_error = self.next_error, 0
                 return ConsumerGroupHeartbeatResponse(error_code=error, error_message="scripted")
@@ -100,7 +109,7 @@ class FakeGroupCoordinator:
             if message.member_epoch < 0:
                 return ConsumerGroupHeartbeatResponse(member_id=message.member_id, member_epoch=message.member_epoch)
             return ConsumerGroupHeartbeatResponse(
-                member_id=message.member_id, member_epoch=self.epoch, heartbeat_interval_ms=20,
+                member_id=message.member_id, member_epoch=self.epoch, heartbeat_interval_ms=self.interval_ms,
                 assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T, list(self.target))]))
         if isinstance(message, MetadataRequest):
             self.metadata_requests += 1
@@ -129,6 +138,8 @@ class FakeClient:
         self.cluster = FakeCluster()
 
     async def coordinator_lookup(self, coordination_type, group_id):
+        if self.group.lookup_error is not None:
+            raise self.group.lookup_error
         return 1
 
     async def ready(self, node_id, group=None):
@@ -145,7 +156,16 @@ class FakeClient:
         versions = {68: (0, 1) if self.group.supports_848 else None, 3: (0, 13), 8: (0, 10), 9: (0, 10)}
         versions = {k: v for k, v in versions.items() if v is not None}
         prepared = request.prepare(versions)  # raises UnsupportedApiVersion as aiokafka's connection would
-        return self.group.answer(prepared.message)
+        message = prepared.message
+        if isinstance(message, ConsumerGroupHeartbeatRequest):
+            index = len(self.group.sent_at)
+            self.group.sent_at.append(time.monotonic())
+            if self.group.stall is not None and message.member_epoch >= 0:
+                await self.group.stall.wait()
+            if index in self.group.lost_at:
+                self.group.heartbeats.append(message)
+                raise Errors.KafkaConnectionError("scripted: connection lost")
+        return self.group.answer(message)
 
 
 def coordinator(group: FakeGroupCoordinator, listener: Recorder | None = None, **settings: Any):
@@ -407,3 +427,136 @@ def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
 
     group = run(scenario())
     assert group.commits == [], "the late commit reached the broker"
+
+
+# -- issue #26: Java's heartbeat and membership rules, through the aiokafka coordinator -----------------
+
+@pytest.mark.parametrize("failure", ["lost", 14, 15, 16],
+                         ids=["connection lost", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                              "NOT_COORDINATOR"])
+def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(failure):
+    """The coordinator asks for a 3 s interval; the acknowledgement (heartbeat 1) fails: the retry goes
+    after the 10 ms retry backoff (or at once once the coordinator is found), not 3 s later."""
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.interval_ms = 3000
+        if failure == "lost":
+            group.lost_at = {1}
+        else:
+            group.errors_at = {1: failure}
+        coord, subscription = coordinator(group)
+        await until(lambda: len(group.sent_at) >= 3, what="the retry")
+        await coord.close()
+        return group
+
+    group = run(scenario())
+    assert group.sent_at[2] - group.sent_at[1] < 0.5
+    assert group.heartbeats[2].topic_partitions is not None  # full again, owned partitions included
+
+
+def test_topic_authorization_failure_is_raised_once_and_the_member_carries_on():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.interval_ms = 50
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: listener.calls, what="assignment")
+        group.errors_at = {len(group.heartbeats) + 1: 29}
+        await until(lambda: coord._reported_error is not None, what="the report")
+        with pytest.raises(Errors.TopicAuthorizationFailedError) as raised:
+            coord.check_errors()
+        coord.check_errors()  # once only
+        sent = len(group.heartbeats)
+        await until(lambda: len(group.heartbeats) > sent + 1, what="heartbeats going on")
+        state, owned = coord.member.state, coord.owned_partitions
+        await coord.close()
+        return raised.value, state, owned, listener
+
+    error, state, owned, listener = run(scenario())
+    assert isinstance(error, GroupProtocolError) and error.error == "TOPIC_AUTHORIZATION_FAILED"
+    assert state is MemberState.STABLE and owned == tps(0, 1)
+    assert not any(call[0] == "lost" for call in listener.calls)
+
+
+def test_group_authorization_failure_on_a_heartbeat_is_aiokafkas_error_class():
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.errors_at = {0: 30}
+        coord, subscription = coordinator(group)
+        with pytest.raises(Errors.GroupAuthorizationFailedError) as raised:
+            await asyncio.wait_for(subscription.wait_for_assignment(), 5)
+        with pytest.raises(Errors.GroupAuthorizationFailedError):
+            coord.check_errors()
+        await coord.close()
+        return raised.value
+
+    error = run(scenario())
+    assert isinstance(error, GroupProtocolError) and error.error == "GROUP_AUTHORIZATION_FAILED"
+
+
+def test_group_authorization_failure_finding_the_coordinator_is_aiokafkas_error_without_a_traceback(caplog):
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.lookup_error = Errors.GroupAuthorizationFailedError()
+        coord, subscription = coordinator(group)
+        with pytest.raises(Errors.GroupAuthorizationFailedError):
+            await asyncio.wait_for(subscription.wait_for_assignment(), 5)
+        group.lookup_error = None  # the ACL is added: the member joins after all
+        await until(lambda: subscription.subscription.assignment is not None, what="joined after all")
+        await coord.close()
+
+    run(scenario())
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_group_authorization_failure_fetching_committed_offsets_is_raised_once_as_aiokafkas_error(caplog):
+    async def scenario():
+        group = FakeGroupCoordinator()
+        coord, subscription = coordinator(group, enable_auto_commit=False)
+        await until(lambda: subscription.subscription.assignment is not None, what="assignment")
+        group.fetch_errors = [30]
+        subscription.subscription.assignment.state_value(TP(TOPIC, 0)).fetch_committed()
+        await until(lambda: coord._reported_error is not None, what="the report")
+        with pytest.raises(Errors.GroupAuthorizationFailedError):
+            coord.check_errors()
+        coord.check_errors()
+        await coord.close()
+
+    run(scenario())
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_the_leave_does_not_wait_for_a_heartbeat_in_flight():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: listener.calls, what="assignment")
+        group.stall = asyncio.Event()  # the coordinator stops answering heartbeats
+        sent = len(group.sent_at)
+        await until(lambda: len(group.sent_at) > sent, what="a heartbeat in flight")
+        started = time.monotonic()
+        await coord.close()
+        took = time.monotonic() - started
+        group.stall.set()
+        return group, took
+
+    group, took = run(scenario())
+    assert group.heartbeats[-1].member_epoch == -1, "the leave never went out"
+    assert took < 2.0
+
+
+def test_group_id_not_found_answering_a_leave_lets_the_consumer_subscribe_again():
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = coordinator(group, listener)
+        await until(lambda: listener.calls, what="assignment")
+        group.errors_at = {len(group.heartbeats): 69}  # GROUP_ID_NOT_FOUND answers the leave
+        subscription.unsubscribe()
+        await coord._maybe_leave_group()
+        assert group.heartbeats[-1].member_epoch == -1
+        subscription.subscribe({TOPIC}, listener=listener)
+        await until(lambda: subscription.subscription.assignment is not None, what="joined again")
+        coord.check_errors()
+        await coord.close()
+        return coord
+
+    assert run(scenario()).member.fatal_error is None

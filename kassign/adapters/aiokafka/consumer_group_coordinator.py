@@ -16,13 +16,19 @@ codecs over aiokafka's coordinator connection:
 * fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, or its session expired): every partition goes to
   ``on_partitions_lost`` (``on_partitions_revoked`` for listeners without it), uncommitted, and the
   member joins again at epoch 0; fatal errors (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
-  UNSUPPORTED_VERSION, ...) are raised from ``getmany()``/``getone()`` as :class:`GroupProtocolError`;
+  UNSUPPORTED_VERSION, ...) are raised from ``getmany()``/``getone()`` as :class:`GroupProtocolError`
+  (an authorization failure as aiokafka's ``GroupAuthorizationFailedError`` /
+  ``TopicAuthorizationFailedError``, as on the classic protocol); TOPIC_AUTHORIZATION_FAILED is
+  raised once and the member carries on, retrying (Java, KAFKA-18813);
+* a failed heartbeat is retried after the retry backoff (doubling up to 1 s), a moved coordinator
+  as soon as it is found again, not after the rest of the interval;
 * offsets are committed with OffsetCommit v9+ carrying the member id and epoch, so a fenced member's
   late commit is refused by the broker, and read with OffsetFetch v9+ carrying them too (a fetch
   from a stale epoch is retried once the heartbeat has caught up), ``require_stable`` as Java's;
 * closing (or unsubscribing) revokes everything (lost, when the member is no longer in the group)
-  and leaves with epoch -1; a static member (``group_instance_id``) leaves with -2, so a restart
-  within the session timeout gets its partitions back without a reassignment.
+  and leaves with epoch -1 -- at once, beside a heartbeat still in flight; a static member
+  (``group_instance_id``) leaves with -2, so a restart within the session timeout gets its
+  partitions back without a reassignment.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from kassign.membership.consumer_group import (
     LosePartitions,
     MemberState,
     Reconciliation,
+    Report,
     RevokePartitions,
 )
 from kassign.protocol import AiokafkaRequest, UnsupportedApiVersion
@@ -70,17 +77,26 @@ from kassign.protocol.offset_fetch import OffsetFetchRequest, OffsetFetchRequest
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConsumerGroupCoordinator", "GroupProtocolError", "StaleMemberEpochError"]
+__all__ = [
+    "ConsumerGroupCoordinator",
+    "GroupProtocolError",
+    "GroupAuthorizationFailed",
+    "TopicAuthorizationFailed",
+    "StaleMemberEpochError",
+]
 
 # The longest the heartbeat task sleeps without looking at the poll timer and the member's state.
 _IDLE_CHECK_S = 1.0
 # How long a closing member waits for its leave heartbeat to be answered.
 _LEAVE_WAIT_S = 5.0
+# Java's retry.backoff.max.ms: aiokafka has only retry_backoff_ms, the first step.
+_RETRY_BACKOFF_MAX_MS = 1000
 
 
 class GroupProtocolError(Errors.KafkaError):
-    """A KIP-848 error that ends the membership (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
-    UNSUPPORTED_VERSION, ...); ``error`` is Kafka's error name."""
+    """A KIP-848 error from the group coordinator (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
+    UNSUPPORTED_VERSION, ...); ``error`` is Kafka's error name. Most end the membership; see the
+    authorization subclasses, which are also aiokafka's own error classes."""
 
     def __init__(self, message: str, error: str = "", failure: ConsumerGroupFatalError | None = None) -> None:
         super().__init__(message)
@@ -89,11 +105,24 @@ class GroupProtocolError(Errors.KafkaError):
 
     @classmethod
     def of(cls, failure: ConsumerGroupFatalError) -> GroupProtocolError:
-        return cls(str(failure), failure.error, failure)
+        """The error to raise for ``failure``: an authorization failure gets the class users catch."""
+        kind = {"GROUP_AUTHORIZATION_FAILED": GroupAuthorizationFailed,
+                "TOPIC_AUTHORIZATION_FAILED": TopicAuthorizationFailed}.get(failure.error, cls)
+        return kind(str(failure), failure.error, failure)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # aiokafka copies the exception for every waiter it fails.
         return type(self), (self.args[0] if self.args else "", self.error, self.failure)
+
+
+class GroupAuthorizationFailed(GroupProtocolError, Errors.GroupAuthorizationFailedError):
+    """GROUP_AUTHORIZATION_FAILED: the principal may not use the group (raised as aiokafka's
+    ``GroupAuthorizationFailedError``, the class the classic protocol raises; fatal for the member)."""
+
+
+class TopicAuthorizationFailed(GroupProtocolError, Errors.TopicAuthorizationFailedError):
+    """TOPIC_AUTHORIZATION_FAILED: the principal may not read a subscribed topic (raised once as
+    aiokafka's ``TopicAuthorizationFailedError``; the member carries on, so a new ACL is picked up)."""
 
 
 class StaleMemberEpochError(Errors.CommitFailedError):
@@ -122,6 +151,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             # Java's rebalance timeout on this protocol is the max poll interval.
             rebalance_timeout_ms=kwargs.get("max_poll_interval_ms", 300_000),
             server_assignor=server_assignor,
+            retry_backoff_ms=kwargs.get("retry_backoff_ms", 100),
+            retry_backoff_max_ms=max(_RETRY_BACKOFF_MAX_MS, kwargs.get("retry_backoff_ms", 100)),
         )
         self._held: frozenset[AioTopicPartition] = frozenset()  # what this consumer actually consumes
         self._owned_assignment: Any = None
@@ -130,10 +161,10 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         self._pending: collections.deque[Action] = collections.deque()  # from the heartbeat task
         self._wake = asyncio.Event()  # the coordination routine has work
         self._heartbeat_wake = asyncio.Event()  # a heartbeat may be due
-        self._leave_answered: asyncio.Event | None = None
         self._heartbeat_loop_task: asyncio.Task[None] | None = None
         self._metadata_task: asyncio.Task[None] | None = None
         self._fatal_error: GroupProtocolError | None = None
+        self._reported_error: Errors.KafkaError | None = None  # raised once, the member carries on
         self._listener_error: Exception | None = None
         # The listener's telemetry hooks, called where Java records its rebalance and heartbeat metrics.
         self._hooks = ConsumerGroupHooks(subscription, group_id)
@@ -201,6 +232,11 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             await self._run()
         except asyncio.CancelledError:
             raise
+        except Errors.KafkaError as exc:
+            # A Kafka error keeps its class (what users catch), in one log line.
+            log.error("group %s: the consumer group coordination stopped: %r", self.group_id, exc)
+            self._subscription.abort_waiters(exc)
+            raise
         except Exception as exc:
             log.exception("group %s: unexpected error in the consumer group coordination", self.group_id)
             kafka_exc = Errors.KafkaError(f"Unexpected error during coordination {exc!r}")
@@ -259,9 +295,23 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         waits[0].cancel()
         self._wake.clear()
-        for task in (self._heartbeat_loop_task, self._commit_refresh_task):
-            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        refresh = self._commit_refresh_task
+        if refresh is not None and refresh.done() and not refresh.cancelled():
+            error = refresh.exception()
+            if isinstance(error, Errors.KafkaError):
+                # OffsetFetch refused (GROUP_AUTHORIZATION_FAILED, ...): raised once to the application,
+                # as aiokafka does on the classic protocol, and fetched again later.
+                log.error("group %s: fetching committed offsets failed: %r", self.group_id, error)
+                self._report(error)
+                self._commit_refresh_task = None
+                await asyncio.sleep(_RETRY_BACKOFF_MAX_MS / 1000)
+                if self._owned_assignment is not None and self._owned_assignment.active:
+                    self.start_commit_offsets_refresh_task(self._owned_assignment)
+            elif error is not None:
+                raise error
+        task = self._heartbeat_loop_task
+        if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
 
     def _on_subscription(self, subscription: Any) -> None:
         """A new aiokafka subscription (subscribe(), or a pattern matching other topics): hand it to the
@@ -291,11 +341,23 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 self._heartbeat_wake.set()
             elif isinstance(action, Fail):
                 self._fail(action.error)
+            elif isinstance(action, Report):
+                self._report(GroupProtocolError.of(action.error))
 
     def _fail(self, failure: ConsumerGroupFatalError) -> None:
         error = GroupProtocolError.of(failure)
         self._fatal_error = error
         self._subscription.abort_waiters(error)
+
+    def _report(self, error: Errors.KafkaError) -> None:
+        """Raise ``error`` once: to a getone()/getmany() waiting now, else from the next call."""
+        subscription = self._subscription
+        waiting = [w for w in (*getattr(subscription, "_assignment_waiters", ()),
+                               *getattr(subscription, "_fetch_waiters", ())) if not w.done()]
+        if waiting:
+            subscription.abort_waiters(error)
+        elif self._reported_error is None:
+            self._reported_error = error
 
     # -- reconciling -------------------------------------------------------------------------
 
@@ -400,10 +462,13 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
 
     def check_errors(self) -> None:
         """aiokafka's checks, then a fatal group error (every time: the membership is over), then a
-        pending listener exception (once)."""
+        reported one (TOPIC_AUTHORIZATION_FAILED, once), then a pending listener exception (once)."""
         super().check_errors()
         if self._fatal_error is not None:
             raise self._fatal_error
+        if self._reported_error is not None:
+            reported, self._reported_error = self._reported_error, None
+            raise reported
         if self._listener_error is not None:
             exc, self._listener_error = self._listener_error, None
             raise exc
@@ -424,7 +489,17 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 except asyncio.TimeoutError:
                     pass
                 continue
-            await self.ensure_coordinator_known()
+            try:
+                await self.ensure_coordinator_known()
+            except Errors.GroupAuthorizationFailedError as err:
+                # FindCoordinator refused (no Describe on the group): Java reports it and keeps looking
+                # the coordinator up after the backoff, so an ACL added later is picked up.
+                self._report(GroupAuthorizationFailed(
+                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"))
+                log.error("group %s: not authorized to find the coordinator (%s); retrying", self.group_id, err)
+                member.on_heartbeat_failure("FindCoordinator: GROUP_AUTHORIZATION_FAILED")
+                last_sent = time.monotonic()
+                continue
             if self.coordinator_id is None and not self.closing:
                 continue
             member.broker = self._describe_node(self.coordinator_id)
@@ -435,13 +510,11 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 continue
             last_sent = time.monotonic()
             actions = await self._send_heartbeat(request)
-            if request.member_epoch < 0 and self._leave_answered is not None:
-                self._leave_answered.set()
             for action in actions:
                 if isinstance(action, FindCoordinator):
-                    self.coordinator_dead()
+                    self.coordinator_dead()  # looked up again before the next heartbeat, which goes at once
                 elif isinstance(action, Backoff):
-                    await asyncio.sleep(self._retry_backoff_ms / 1000)
+                    pass  # the member's heartbeat_delay says when the retry is due
                 else:
                     self._pending.append(action)
             self._wake.set()  # a new target, a loss or a failure for the coordination routine
@@ -516,20 +589,26 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             await self._lose_held()
         self._member.leave_prepared()
         self._membership_ended()
-        if self._member.state is not MemberState.LEAVING:
-            return
-        self._leave_answered = asyncio.Event()
-        self._heartbeat_wake.set()
-        if self._heartbeat_loop_task is None or self._heartbeat_loop_task.done():
-            await self._send_heartbeat(self._member.build_heartbeat())  # type: ignore[arg-type]
+        # Built here, at once: the leave goes even while the heartbeat task waits for an answer (as
+        # Java), so a slow coordinator cannot make a close with a deadline miss it.
+        request = self._member.build_heartbeat()
+        if request is None:
             return
         try:
-            await asyncio.wait_for(self._leave_answered.wait(), _LEAVE_WAIT_S)
+            await asyncio.wait_for(self._send_leave(request), _LEAVE_WAIT_S)
         except asyncio.TimeoutError:
             log.warning("group %s: the leave heartbeat was not answered within %.0f s", self.group_id, _LEAVE_WAIT_S)
-        finally:
-            self._leave_answered = None
+            return
         log.info("group %s: member %s left the group", self.group_id, self._member.member_id)
+
+    async def _send_leave(self, request: ConsumerGroupHeartbeatRequest) -> None:
+        try:
+            await self.ensure_coordinator_known()
+        except Errors.KafkaError as err:
+            log.warning("group %s: no coordinator to send the leave to: %r", self.group_id, err)
+            return
+        if self.coordinator_id is not None:
+            self._pending.extend(await self._send_heartbeat(request))
 
     # -- commits -----------------------------------------------------------------------------
 
