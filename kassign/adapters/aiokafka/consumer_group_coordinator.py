@@ -262,7 +262,11 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             if self._member.state is MemberState.FATAL:
                 await self._idle(subscription, None)
                 continue
+            before = self._member.state
             rec = self._member.maybe_reconcile(self._name_of)
+            self._hooks.transition(before, self._member)
+            if self._member.state is MemberState.ACKNOWLEDGING:
+                self._heartbeat_wake.set()  # a new target that changes nothing is acknowledged at once
             if self._member.unresolved_topic_ids:
                 self._resolve_later(self._member.unresolved_topic_ids)
             if rec is not None:
