@@ -1,5 +1,6 @@
-"""kassign's aiokafka coordinator tells a RebalanceRecorder when each JoinGroup/SyncGroup round starts
-and ends, so the recorded rebalances are observed, not inferred from callbacks."""
+"""kassign's aiokafka coordinator tells a RebalanceRecorder when each rebalance starts and ends, so the
+recorded rebalances are observed, not inferred from callbacks: JoinGroup/SyncGroup rounds on the
+classic protocol, reconciliations (no JoinGroup or SyncGroup at all) on the consumer protocol."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
+from integration.protocols import consumer_config  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.telemetry import RebalanceRecorder  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
 
-async def _join_and_leave(bootstrap: str, group_id: str, topic: str, recorder: RebalanceRecorder) -> None:
-    consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, session_timeout_ms=1500,
-                                   heartbeat_interval_ms=250, auto_offset_reset="earliest")
+async def _join_and_leave(bootstrap: str, group_id: str, topic: str, recorder: RebalanceRecorder,
+                          protocol: str) -> None:
+    config = consumer_config(bootstrap, group_id, protocol, session_ms=1500, heartbeat_ms=250)
+    consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, auto_offset_reset="earliest",
+                                   **config)
     recorder.attach(consumer)
     consumer.subscribe([topic])
     await consumer.start()
@@ -31,25 +35,34 @@ async def _join_and_leave(bootstrap: str, group_id: str, topic: str, recorder: R
         await consumer.stop()
 
 
-def test_recorder_on_cooperative_consumer_records_observed_join_and_sync(bootstrap_servers, group_id,
-                                                                         topic_factory):
+def test_recorder_on_cooperative_consumer_records_observed_rebalances(bootstrap_servers, group_id, topic_factory,
+                                                                      group_protocol):
     topic = topic_factory(2)
     out: list[dict] = []
     recorder = RebalanceRecorder(out.append, member="c1")
-    asyncio.run(_join_and_leave(bootstrap_servers, group_id, topic, recorder))
+    asyncio.run(_join_and_leave(bootstrap_servers, group_id, topic, recorder, group_protocol))
     assert recorder.close(5)
+    kinds = [o["ev"] for o in out]
+    assigned = kinds.index("cb_assigned")
+    assert sorted(out[assigned]["parts"]) == [0, 1]
+    assert kinds[-1] == "closed" and kinds.index("closing") > assigned, kinds
+    assert recorder.metrics()["rebalance-total"] >= 1
+
+    if group_protocol == "consumer":
+        # No JoinGroup/SyncGroup on this protocol, observed or inferred: the hooks alone count the rebalance.
+        assert recorder.protocol == "consumer"
+        assert not [o for o in out if o["ev"] in ("join", "sync")], out
+        assert next(o for o in out if o["ev"] == "subscribed")["protocol"] == "consumer"
+        return
 
     # Until the first hook the recorder infers a join from ``subscribed``; from then on nothing is inferred.
+    assert recorder.protocol == "cooperative"
     first_hook = next(i for i, o in enumerate(out) if o["ev"] == "join" and not o.get("inferred"))
     assert not [o for o in out[first_hook:] if o.get("inferred")], out
     observed = [o for o in out if not o.get("inferred")]
     kinds = [o["ev"] for o in observed]
     assert kinds.count("join") == kinds.count("sync") >= 1, kinds
-    out = observed
     join, sync, assigned = kinds.index("join"), kinds.index("sync"), kinds.index("cb_assigned")
     assert join < sync < assigned, kinds
-    assert out[join].get("gen") is None  # a new member has no generation yet
-    assert out[sync]["gen"] >= 1 and out[sync]["protocol"] == "cooperative"  # Kafka's first generation is 1
-    assert sorted(out[assigned]["parts"]) == [0, 1]
-    assert kinds[-1] == "closed" and kinds.index("closing") > assigned, kinds
-    assert recorder.metrics()["rebalance-total"] >= 1
+    assert observed[join].get("gen") is None  # a new member has no generation yet
+    assert observed[sync]["gen"] >= 1 and observed[sync]["protocol"] == "cooperative"  # Kafka's first generation is 1
