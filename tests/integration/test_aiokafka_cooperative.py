@@ -1,5 +1,6 @@
-"""kassign's CooperativeConsumer in live groups (group driver, one subprocess per member): KIP-429
-scale-out, mixed clients, and members crashing or leaving mid-rebalance.
+"""kassign's CooperativeConsumer in live groups (group driver, one subprocess per member): a scale-out
+keeping what stays put consuming (on both group protocols), mixed clients, and members crashing or
+leaving between KIP-429's two rebalances (classic only: the consumer protocol has no such rounds).
 
 Every test checks the group's own timeline: no partition ever has two owners, the group settles
 with every partition owned, and every produced record is processed.
@@ -13,7 +14,8 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
-from integration.driver import GroupDriver  # noqa: E402
+from integration.driver import GroupDriver, GroupTiming  # noqa: E402
+from integration.protocols import group_driver, start_kassign_member  # noqa: E402
 from integration.timeline_checks import assert_exclusive  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
 from kassign.timeline.events import Event, partition_of  # noqa: E402
@@ -42,14 +44,19 @@ def _positions(events: list[Event], member: str, tp: TopicPartition, start: floa
     return out
 
 
-def test_scale_out_keeps_kept_partitions_consuming(bootstrap_servers, group_id, topic_factory):
+def test_scale_out_keeps_kept_partitions_consuming(bootstrap_servers, group_id, topic_factory, group_protocol):
+    """3 members to 6 on 12 partitions, on both group protocols (kassign's cooperative-sticky on
+    classic, the broker's uniform assignor on consumer): each original member keeps 2 of its 4
+    partitions, never revokes them, and keeps consuming them through the rebalance."""
     topic = topic_factory(12)
-    with GroupDriver(bootstrap_servers, group_id, topic) as group:
+    with group_driver(bootstrap_servers, group_id, topic, group_protocol, GroupTiming()) as group:
         producer = group.start_producer(rate=300)
-        _start_cooperative(group, 3)
+        for _ in range(3):
+            start_kassign_member(group, group_protocol)
         before = group.wait_settled(40)
         scale_out = time.time()
-        _start_cooperative(group, 3)
+        for _ in range(3):
+            start_kassign_member(group, group_protocol)
         after = group.wait_settled(60)
         settled = time.time()
         time.sleep(1.5)
@@ -59,7 +66,7 @@ def test_scale_out_keeps_kept_partitions_consuming(bootstrap_servers, group_id, 
     assert_exclusive(events)
     assert all(len(parts) == 2 for parts in after.values()), after
     kept = _kept(before, after)
-    assert len(kept) == 6, f"cooperative-sticky keeps 2 of each original member's 4 partitions: {kept}"
+    assert len(kept) == 6, f"a sticky assignor keeps 2 of each original member's 4 partitions: {kept}"
     for e in events:
         if e.t >= scale_out and e.ev in ("cb_revoked", "cb_lost"):
             taken = {partition_of(p, topic) for p in e.parts or []}
