@@ -144,3 +144,79 @@ def test_a_member_closed_during_its_first_join_leaves(bootstrap_servers, group_i
     regained_s = asyncio.run(scenario())
     print(f"A owned every partition again {regained_s:.2f} s after B began closing")
     assert regained_s < 7.0, f"the group waited {regained_s:.1f} s for a member closed during its first join"
+
+
+_REASSIGN_JAVA = """
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.TopicPartition;
+
+public class Reassign {
+    public static void main(String[] args) throws Exception {
+        try (Admin admin = Admin.create(Map.<String, Object>of("bootstrap.servers", args[0]))) {
+            TopicPartition tp = new TopicPartition(args[1], Integer.parseInt(args[2]));
+            NewPartitionReassignment target = new NewPartitionReassignment(List.of(Integer.parseInt(args[3])));
+            admin.alterPartitionReassignments(Map.of(tp, Optional.of(target))).all().get();
+        }
+    }
+}
+"""
+
+
+def _move_replica(cluster, tmp_path, topic: str, partition: int, broker: int) -> None:
+    """Move the partition's only replica to ``broker`` with Java's Admin client (neither Python client
+    has AlterPartitionReassignments); the move itself completes in the background."""
+    import os
+    import subprocess
+
+    from kassign.broker.jvm import find_java
+    from kassign.broker.kafka import kafka_jars
+
+    source = tmp_path / "Reassign.java"
+    source.write_text(_REASSIGN_JAVA)
+    classpath = os.pathsep.join(str(jar) for jar in kafka_jars(cluster.version))
+    subprocess.run([find_java().executable, "-cp", classpath, str(source), cluster.bootstrap, topic, str(partition),
+                    str(broker)], check=True, timeout=120, capture_output=True)
+
+
+def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, group_id, tmp_path):
+    """KIP-881: members on racks r1 and r2, partition p on broker p + 1 (racks r1, r2, r3). Partition 0's
+    replica moves from r1 to r2: the leader sees it in its next metadata and rebalances, and partition 0
+    goes to the r2 member. (Java's leader compares the racks of every partition's replicas.)"""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from integration.topics import wait_for_partitions
+
+    topic = f"racks-{group_id}"
+    admin = AdminClient({"bootstrap.servers": rack_cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replica_assignment=[[p + 1] for p in range(3)])])[
+        topic].result(timeout=20)
+    wait_for_partitions(rack_cluster.bootstrap, topic, 3)
+    partitions = {TP(topic, p) for p in range(3)}
+
+    async def scenario():
+        consumers = [CooperativeConsumer(bootstrap_servers=rack_cluster.bootstrap, group_id=group_id,
+                                         client_rack=rack, metadata_max_age_ms=1000,
+                                         partition_assignment_strategy=(CooperativeStickyAssignor,),
+                                         session_timeout_ms=10000, heartbeat_interval_ms=500,
+                                         auto_offset_reset="earliest") for rack in ("r1", "r2")]
+        for c in consumers:  # the r1 member starts first and leads
+            c.subscribe([topic])
+            await c.start()
+        before = await wait_consumers_held(consumers, partitions, 1.0, balanced=True)
+        generation = consumers[0]._coordinator.generation
+        await asyncio.get_running_loop().run_in_executor(None, _move_replica, rack_cluster, tmp_path, topic, 0, 2)
+        moved_at = time.monotonic()
+        await _until(lambda: consumers[0]._coordinator.generation > generation, 30,
+                     "a rebalance after the replica move", consumers)
+        rebalanced_s = time.monotonic() - moved_at
+        after = await wait_consumers_held(consumers, partitions, 1.0)
+        for c in consumers:
+            await c.stop()
+        return before, after, rebalanced_s
+
+    before, after, rebalanced_s = asyncio.run(scenario())
+    shares = [[sorted(tp.partition for tp in owned) for owned in run] for run in (before, after)]
+    print(f"rebalanced {rebalanced_s:.2f} s after the replica move; partitions of r1, r2: {shares[0]} -> {shares[1]}")
+    assert TP(topic, 0) in before[0] and TP(topic, 1) in before[1], before
+    assert TP(topic, 0) in after[1], after
