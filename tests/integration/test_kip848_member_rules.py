@@ -1,0 +1,137 @@
+"""The KIP-848 member's rules that only Apache Kafka's group coordinator exercises (Java's
+``ConsumerMembershipManager`` behaves the same way):
+
+* every new target is acknowledged, even one equal to what the member owns: a member whose target
+  grew (a new topic matching its regex, not yet nameable by the client) and shrank back (a second
+  member took that topic) before it reconciled answers the broker's revocation request at once; the
+  new topic's partitions do not stay with nobody until the rebalance timeout fences the member;
+* a leave answered GROUP_ID_NOT_FOUND (the member left before its group existed) does not stop the
+  member from subscribing again.
+
+    KASSIGN_BROKER=kafka python -m pytest tests/integration/test_kip848_member_rules.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from integration.consumers import ListenerCallsWithLost  # noqa: E402
+from integration.group_config import set_consumer_group_timing  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+from kassign.membership.consumer_group import LEAVE_EPOCH, ConsumerGroupMember, MemberState  # noqa: E402
+from kassign.protocol import AiokafkaRequest  # noqa: E402
+
+pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(300)]
+
+#: The member's rebalance timeout (its max poll interval): how long the broker waits for a revocation
+#: before it fences the member -- the time the stuck partitions waited before the fix.
+REBALANCE_TIMEOUT_MS = 45_000
+
+
+async def _poll(consumer: CooperativeConsumer, until: float) -> None:
+    """Poll ``consumer`` (keeping its poll timer alive) until ``until`` (monotonic)."""
+    while time.monotonic() < until:
+        await consumer.getmany(timeout_ms=100)
+
+
+@contextlib.asynccontextmanager
+async def _polled(consumer: CooperativeConsumer):
+    """Start ``consumer`` and poll it in the background while the body runs; stop it after."""
+    await consumer.start()
+    task = asyncio.ensure_future(_poll(consumer, float("inf")))
+    try:
+        yield consumer
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await consumer.stop()
+
+
+async def _wait(condition, timeout: float, what: str) -> float:
+    """Seconds until ``condition()`` held (checked every 50 ms); AssertionError after ``timeout``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers, group_id, topic_factory):
+    """m1 (regex ``prefix-.*``) owns x. Topic y is created: the broker assigns y to m1 too, but m1's
+    client cannot name y yet (aiokafka matches the pattern on its own metadata, refreshed every 5
+    min). m2 joins subscribed to y: the broker takes y back from m1 -- a target equal to what m1 owns
+    -- and waits for m1's owned partitions without y before giving y to m2."""
+    prefix = f"grow-{group_id[-8:]}"
+    x = topic_factory(2, f"{prefix}-x")
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
+
+    async def scenario() -> tuple[float, float, set]:
+        m1 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_protocol="consumer",
+                                 max_poll_interval_ms=REBALANCE_TIMEOUT_MS)
+        m1.subscribe(pattern=f"{prefix}-.*", listener=ListenerCallsWithLost())
+        async with _polled(m1):
+            member = m1._coordinator.member
+            await _wait(lambda: m1.assignment() == {TP(x, 0), TP(x, 1)}, 30, "m1 owning x")
+            y = topic_factory(2, f"{prefix}-y")
+            # The broker resolves regexes again at most every few seconds: wait for y in m1's target.
+            await _wait(lambda: member.target is not None and len(member.target) == 4, 60, "y in m1's target")
+            assert m1.assignment() == {TP(x, 0), TP(x, 1)}, "m1 named y: the scenario needs it unnameable"
+            m2 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
+                                     group_protocol="consumer")
+            m2.subscribe([y], listener=ListenerCallsWithLost())
+            joined = time.monotonic()
+            async with _polled(m2):
+                try:
+                    await _wait(lambda: m2.assignment() == {TP(y, 0), TP(y, 1)},
+                                REBALANCE_TIMEOUT_MS / 1000 + 15, "m2 owning y")
+                finally:
+                    unowned = time.monotonic() - joined
+                owned_by_m1 = m1.assignment()
+            return unowned, REBALANCE_TIMEOUT_MS / 1000, owned_by_m1
+
+    unowned, timeout, owned_by_m1 = asyncio.run(scenario())
+    print(f"\nKIP-848: y's partitions unowned for {unowned:.2f} s after m2 joined "
+          f"(m1's rebalance timeout {timeout:.0f} s)")
+    assert unowned < 10, f"y stayed with nobody for {unowned:.1f} s: m1 never acknowledged the target"
+    assert owned_by_m1 == {TP(x, 0), TP(x, 1)}, "m1 was fenced instead of acknowledging"
+
+
+def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bootstrap_servers, group_id,
+                                                                             topic_factory):
+    """A member that subscribed and left before its group existed: the coordinator answers the leave
+    GROUP_ID_NOT_FOUND (asked here on a live consumer's coordinator connection, for a group nobody
+    joined); the member takes it as the end of a leave, not a fatal error, and can subscribe again."""
+    topic = topic_factory(1)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
+
+    async def scenario() -> tuple[int, MemberState, list, MemberState]:
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
+                                       group_protocol="consumer")
+        consumer.subscribe([topic], listener=ListenerCallsWithLost())
+        async with _polled(consumer):
+            await _wait(lambda: consumer.assignment() == {TP(topic, 0)}, 30, "owning the topic")
+            member = ConsumerGroupMember(f"{group_id}-never-joined")
+            member.subscribe([topic])
+            member.leave()
+            member.leave_prepared()
+            leave = member.build_heartbeat()
+            assert leave is not None and leave.member_epoch == LEAVE_EPOCH
+            response = await consumer._coordinator._send_req(AiokafkaRequest(leave))
+            member.on_heartbeat_response(response)
+            left = member.state
+            again = member.subscribe([topic])
+            return response.error_code, left, again, member.state
+
+    code, left, again, state = asyncio.run(scenario())
+    assert code == 69, f"expected GROUP_ID_NOT_FOUND (69), the coordinator answered {code}"
+    assert left is MemberState.UNSUBSCRIBED and again == [] and state is MemberState.JOINING
