@@ -229,7 +229,8 @@ class ClassicMember:
             receive = getattr(assignor, "on_assignment_user_data", None)
             if receive is not None:
                 receive_error = _call_assignor(assignor, "on_assignment_user_data", user_data)
-                error = error or receive_error
+                if error is None:
+                    error = receive_error
                 if receive_error is None:
                     # This assignment's schedule replaces the previous one, whatever it was.
                     reschedule = True
