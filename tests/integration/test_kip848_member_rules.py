@@ -6,7 +6,10 @@
   member took that topic) before it reconciled answers the broker's revocation request at once; the
   new topic's partitions do not stay with nobody until the rebalance timeout fences the member;
 * a leave answered GROUP_ID_NOT_FOUND (the member left before its group existed) does not stop the
-  member from subscribing again.
+  member from subscribing again;
+* on a broker with ACLs: a group authorization failure (heartbeat or FindCoordinator refused) raises
+  aiokafka's ``GroupAuthorizationFailedError`` on both protocols; a topic authorization failure
+  raises ``TopicAuthorizationFailedError`` once and the member recovers when the ACL goes.
 
     KASSIGN_BROKER=kafka python -m pytest tests/integration/test_kip848_member_rules.py
 """
@@ -21,6 +24,7 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
+from aiokafka.errors import KafkaError  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import ListenerCallsWithLost  # noqa: E402
@@ -135,3 +139,119 @@ def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bo
     code, left, again, state = asyncio.run(scenario())
     assert code == 69, f"expected GROUP_ID_NOT_FOUND (69), the coordinator answered {code}"
     assert left is MemberState.UNSUBSCRIBED and again == [] and state is MemberState.JOINING
+
+
+# -- authorization failures (#26 item 7, and item 3 on the broker): a broker with ACLs ------------------------
+
+#: Every request is from User:ANONYMOUS (PLAINTEXT); a resource without ACLs stays open to it, so a DENY
+#: on one group or topic refuses just that (the cluster's own traffic has no ACL against it).
+ACL_SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "allow.everyone.if.no.acl.found": "true"}
+
+
+@pytest.fixture(scope="module")
+def acl_broker(kafka_broker):
+    if kafka_broker.kind != "kafka":
+        pytest.skip(f"a broker with an authorizer needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+    from kassign.broker import start_kafka
+
+    with start_kafka(version=kafka_broker.version, settings=ACL_SETTINGS) as info:
+        yield info
+
+
+def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: bool = False) -> None:
+    """Add (or remove) a DENY ``operation`` ACL for User:ANONYMOUS on the group or topic ``name``."""
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                       ResourcePatternType, ResourceType)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    kind = ResourceType.GROUP if resource == "group" else ResourceType.TOPIC
+    args = (kind, name, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*", getattr(AclOperation, operation),
+            AclPermissionType.DENY)
+    futures = admin.delete_acls([AclBindingFilter(*args)]) if remove else admin.create_acls([AclBinding(*args)])
+    for future in futures.values():
+        future.result(timeout=30)
+    time.sleep(1.0)  # the ACL reaches the broker through the metadata log
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("operation", ["READ", "ALL"], ids=["heartbeat/join refused", "FindCoordinator refused"])
+def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_broker, group_id, protocol,
+                                                                          operation, caplog):
+    """DENY READ on the group refuses its heartbeat (JoinGroup on classic); DENY ALL refuses even
+    FindCoordinator. Either way getmany() raises aiokafka's GroupAuthorizationFailedError, whatever
+    the protocol, and the consumer protocol logs no traceback."""
+    from aiokafka.errors import GroupAuthorizationFailedError
+
+    bootstrap = acl_broker.bootstrap
+    topic = create_topic_on(bootstrap)
+    _deny(bootstrap, "group", group_id, operation)
+
+    async def scenario() -> BaseException | None:
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol=protocol)
+        await consumer.start()
+        consumer.subscribe([topic])
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    await consumer.getmany(timeout_ms=200)
+                except Exception as exc:  # noqa: BLE001 -- the class is what the test checks
+                    return exc
+            return None
+        finally:
+            with contextlib.suppress(KafkaError):  # the failed coordination may raise again on close
+                await consumer.stop()
+
+    raised = asyncio.run(scenario())
+    assert isinstance(raised, GroupAuthorizationFailedError), f"{protocol}: raised {raised!r}"
+    if protocol == "consumer":  # classic: aiokafka's own coordinator may log "Task exception was never retrieved"
+        assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(acl_broker, group_id):
+    """DENY DESCRIBE on the subscribed topic: the heartbeat answers TOPIC_AUTHORIZATION_FAILED;
+    getmany() raises aiokafka's TopicAuthorizationFailedError once, the member stays in the group,
+    and when the ACL goes the member gets the topic's partitions (Java, KAFKA-18813)."""
+    from aiokafka.errors import TopicAuthorizationFailedError
+
+    bootstrap = acl_broker.bootstrap
+    topic = create_topic_on(bootstrap)
+    _deny(bootstrap, "topic", topic, "DESCRIBE")
+
+    async def scenario() -> tuple[list[BaseException], set, float]:
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol="consumer")
+        await consumer.start()
+        consumer.subscribe([topic])
+        errors: list[BaseException] = []
+        try:
+            deadline = time.monotonic() + 20
+            while not errors and time.monotonic() < deadline:
+                try:
+                    await consumer.getmany(timeout_ms=200)
+                except TopicAuthorizationFailedError as exc:
+                    errors.append(exc)
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: _deny(bootstrap, "topic", topic, "DESCRIBE", remove=True))
+            allowed = time.monotonic()
+            deadline = allowed + 30
+            while consumer.assignment() != {TP(topic, 0), TP(topic, 1)} and time.monotonic() < deadline:
+                try:
+                    await consumer.getmany(timeout_ms=200)
+                except TopicAuthorizationFailedError as exc:  # a heartbeat answered before the ACL went
+                    errors.append(exc)
+            return errors, consumer.assignment(), time.monotonic() - allowed
+        finally:
+            await consumer.stop()
+
+    errors, owned, took = asyncio.run(scenario())
+    assert errors, "TOPIC_AUTHORIZATION_FAILED never reached the application"
+    assert owned == {TP(topic, 0), TP(topic, 1)}, "the member did not recover once the ACL went"
+    print(f"\nKIP-848: TOPIC_AUTHORIZATION_FAILED raised {len(errors)} time(s); partitions owned {took:.2f} s "
+          "after the ACL went")
+
+
+def create_topic_on(bootstrap: str, partitions: int = 2) -> str:
+    from integration.topics import create_topic
+
+    return create_topic(bootstrap, f"t-acl-{time.monotonic_ns() % 10**10}", partitions)
