@@ -298,7 +298,7 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
 
 
 def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_servers, group_id, topic_factory,
-                                                                    group_protocol, request):
+                                                                    group_protocol):
     """One member changes its topic list at runtime: it revokes exactly its partitions of the topic it
     dropped, the other member revokes nothing and takes them, and no position moves.
 
@@ -307,13 +307,6 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_s
     y-0, the only partition it can take): either way no further move can improve the balance, so
     cooperative-sticky must move exactly the dropped partitions.
     """
-    if group_protocol == "consumer":
-        # Found running this test on both protocols (issue 26): subscribe() drops the dropped topic's
-        # partitions from the installed assignment at once, so their revocation commits nothing and
-        # the new owner reads them again from the last commit. Strict: passing again fails this mark.
-        request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-            "consumer protocol: a subscribe() change loses the dropped topic's positions before its "
-            "revocation commits them (ConsumerGroupCoordinator._on_subscription)")))
     x, y = topic_factory(4), topic_factory(1)
     partitions = {TP(x, p) for p in range(4)} | {TP(y, 0)}
     ownership = Ownership()

@@ -110,10 +110,14 @@ class CommitGuard:
         """Whether a revocation commit that failed with ``err`` is tried again."""
         return bool(err.retriable)
 
+    def _revoked_offsets(self, assignment: Any, partitions: frozenset[Any]) -> dict[Any, Any]:
+        """What a revocation of ``partitions`` commits: their consumed positions in ``assignment``."""
+        return consumed_offsets(assignment, partitions)
+
     async def _commit_revoked(self, assignment: Any, partitions: frozenset[Any]) -> None:
         """Commit the consumed positions of ``partitions`` before they are revoked: a few attempts, then
         given up with an error logged."""
-        offsets = consumed_offsets(assignment, partitions)
+        offsets = self._revoked_offsets(assignment, partitions)
         for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
             try:
                 async with self._commit_lock:  # type: ignore[attr-defined]

@@ -47,7 +47,7 @@ from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
 from kassign.adapters.aiokafka.internals import close_started
 from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks
 from kassign.membership.consumer_group import (
@@ -155,6 +155,9 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             retry_backoff_max_ms=max(_RETRY_BACKOFF_MAX_MS, kwargs.get("retry_backoff_ms", 100)),
         )
         self._held: frozenset[AioTopicPartition] = frozenset()  # what this consumer actually consumes
+        # Positions of held partitions whose topic a subscribe() dropped: aiokafka's new subscription
+        # no longer has them, yet their revocation (the broker's next target) must commit them.
+        self._dropped_positions: dict[AioTopicPartition, OffsetAndMetadata] = {}
         self._owned_assignment: Any = None
         self._topic_names: dict[uuid.UUID, str] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
@@ -288,6 +291,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 await self._maybe_do_last_autocommit(assignment)
             except Errors.KafkaError as err:
                 log.error("group %s: the last auto-commit failed: %r", self.group_id, err)
+            if self._enable_auto_commit and self._dropped_positions:
+                await self._commit_revoked(assignment, frozenset(self._dropped_positions))
 
     async def _idle(self, subscription: Any, timeout: float | None) -> None:
         """Until there is work: a wake-up, a subscription change, closing, or ``timeout`` seconds."""
@@ -330,6 +335,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         self._heartbeat_wake.set()
         if self._held and subscription.assignment is None:
             keep = frozenset(tp for tp in self._held if tp.topic in subscription.topics)
+            self._dropped_positions.update(consumed_offsets(self._owned_assignment, self._held - keep))
             # Partitions of topics no longer subscribed stay held (not fetched) until the broker's
             # next assignment revokes them: they are revoked once, through the listener.
             self._owned_assignment = install(self._subscription, self._owned_assignment, keep, keep)
@@ -436,8 +442,16 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         self._held = self._held - partitions
         if commit and assignment is not None:
             await self._commit_revoked(assignment, partitions)
+        for tp in partitions:
+            self._dropped_positions.pop(tp, None)
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
         await self._call_listener("on_partitions_revoked", partitions)
+
+    def _revoked_offsets(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> dict[Any, Any]:
+        # A partition of a dropped topic is no longer in aiokafka's assignment: its position was kept aside.
+        offsets = super()._revoked_offsets(assignment, partitions)
+        offsets.update({tp: o for tp, o in self._dropped_positions.items() if tp in partitions})
+        return offsets
 
     def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
         # A stale epoch is retried with the newest one, as Java does while revoking.
@@ -447,6 +461,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         """Drop everything held, uncommitted: ``on_partitions_lost`` (``on_partitions_revoked`` for a
         listener without it)."""
         lost, self._held = self._held, frozenset()
+        self._dropped_positions.clear()  # lost partitions are never committed
         subscription = self._subscription.subscription
         if subscription is not None and self._subscription.partitions_auto_assigned():
             pause(self._owned_assignment, lost)
