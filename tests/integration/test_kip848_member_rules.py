@@ -33,7 +33,7 @@ from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.membership.consumer_group import LEAVE_EPOCH, ConsumerGroupMember, MemberState  # noqa: E402
 from kassign.protocol import AiokafkaRequest  # noqa: E402
 
-pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(300)]
 
 #: The member's rebalance timeout (its max poll interval): how long the broker waits for a revocation
 #: before it fences the member -- the time the stuck partitions waited before the fix.
@@ -70,6 +70,7 @@ async def _wait(condition, timeout: float, what: str) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.consumer_protocol
 def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers, group_id, topic_factory):
     """m1 (regex ``prefix-.*``) owns x. Topic y is created: the broker assigns y to m1 too, but m1's
     client cannot name y yet (aiokafka matches the pattern on its own metadata, refreshed every 5
@@ -110,6 +111,7 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
     assert owned_by_m1 == {TP(x, 0), TP(x, 1)}, "m1 was fenced instead of acknowledging"
 
 
+@pytest.mark.consumer_protocol
 def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bootstrap_servers, group_id,
                                                                              topic_factory):
     """A member that subscribed and left before its group existed: the coordinator answers the leave
@@ -174,9 +176,8 @@ def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: b
     time.sleep(1.0)  # the ACL reaches the broker through the metadata log
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 @pytest.mark.parametrize("operation", ["READ", "ALL"], ids=["heartbeat/join refused", "FindCoordinator refused"])
-def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_broker, group_id, protocol,
+def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_broker, group_id, group_protocol,
                                                                           operation, caplog):
     """DENY READ on the group refuses its heartbeat (JoinGroup on classic); DENY ALL refuses even
     FindCoordinator. Either way getmany() raises aiokafka's GroupAuthorizationFailedError, whatever
@@ -188,7 +189,7 @@ def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_
     _deny(bootstrap, "group", group_id, operation)
 
     async def scenario() -> BaseException | None:
-        consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol=protocol)
+        consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol=group_protocol)
         await consumer.start()
         consumer.subscribe([topic])
         try:
@@ -204,11 +205,12 @@ def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_
                 await consumer.stop()
 
     raised = asyncio.run(scenario())
-    assert isinstance(raised, GroupAuthorizationFailedError), f"{protocol}: raised {raised!r}"
-    if protocol == "consumer":  # classic: aiokafka's own coordinator may log "Task exception was never retrieved"
+    assert isinstance(raised, GroupAuthorizationFailedError), f"{group_protocol}: raised {raised!r}"
+    if group_protocol == "consumer":  # classic: aiokafka's coordinator may log "Task exception was never retrieved"
         assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
+@pytest.mark.consumer_protocol
 def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(acl_broker, group_id):
     """DENY DESCRIBE on the subscribed topic: the heartbeat answers TOPIC_AUTHORIZATION_FAILED;
     getmany() raises aiokafka's TopicAuthorizationFailedError once, the member stays in the group,
