@@ -149,6 +149,21 @@ def current_assignment(events: Iterable[Event], t: float | None = None) -> dict[
     return {m: sorted(ps) for m, ps in sorted(out.items())}
 
 
+def all_owned_at(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Sequence[str],
+                 after: float = 0.0) -> float:
+    """When every partition first had exactly one owner among ``members`` (by their callbacks), each
+    member owning some, after ``after``; AssertionError when that never happened."""
+    wanted = sorted(partitions)
+    for i, e in enumerate(events):
+        if e.ev != "cb_assigned" or e.t < after:
+            continue
+        owned = current_assignment(events[: i + 1])
+        counts = [tp for m in members for tp in owned.get(m, ())]
+        if sorted(counts) == wanted and all(owned.get(m) for m in members):
+            return e.t
+    raise AssertionError("the partitions were never all owned")
+
+
 def _settle_problems(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Iterable[str],
                      require_every_member: bool) -> list[str]:
     owners = owners_at(events)

@@ -13,6 +13,7 @@ import pytest
 
 from kassign.broker import BrokerUnavailable, group_config
 from kassign.broker.probe import api_versions, consumer_group_protocol_missing
+from tests.refusing_admin import refusing_admin
 
 
 def _api_versions_answer(correlation_id: int, apis: dict[int, tuple[int, int]], error: int = 0) -> bytes:
@@ -91,27 +92,13 @@ def test_a_kafka_4_broker_has_the_consumer_protocol(fake_broker):
     assert consumer_group_protocol_missing(bootstrap) is None
 
 
-def _refusing_admin(code: int, reason: str):
-    from confluent_kafka import KafkaError, KafkaException
-
-    class Future:
-        def result(self, timeout=None):
-            raise KafkaException(KafkaError(code, reason))
-
-    class Admin:
-        def incremental_alter_configs(self, resources, request_timeout):
-            return {r: Future() for r in resources}
-
-    return Admin()
-
-
 def test_group_timing_on_a_3x_broker_says_it_has_no_consumer_group_protocol(monkeypatch):
     """Kafka 3.9.1's own answer to a GROUP config resource, as set_consumer_group_timing got it before."""
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError
 
     monkeypatch.setattr(group_config, "_admin",
-                        lambda bootstrap: _refusing_admin(KafkaError.INVALID_REQUEST, "Unknown resource type 32"))
+                        lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown resource type 32"))
     with pytest.raises(group_config.NoConsumerGroupProtocol) as caught:
         group_config.set_consumer_group_timing("127.0.0.1:9092", "g", session_ms=3000, heartbeat_ms=300)
     message = str(caught.value)
@@ -131,7 +118,7 @@ def test_other_refusals_are_not_taken_for_a_missing_protocol(monkeypatch, code, 
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError
 
-    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: _refusing_admin(getattr(KafkaError, code), reason))
+    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: refusing_admin(getattr(KafkaError, code), reason))
     with pytest.raises(group_config.GroupTimingRefused) as caught:
         group_config.set_consumer_group_timing("127.0.0.1:9092", "g", session_ms=3000, heartbeat_ms=300)
     assert not isinstance(caught.value, group_config.NoConsumerGroupProtocol)

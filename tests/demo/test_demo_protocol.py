@@ -23,6 +23,7 @@ from kassign.demo.scenario import RunResult, _phases  # noqa: E402
 from kassign.demo.summary import format_table, summary_json  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
 from kassign.timeline.events import Event  # noqa: E402
+from tests.refusing_admin import refusing_admin  # noqa: E402
 
 
 def _run() -> RunResult:
@@ -148,31 +149,17 @@ def test_the_kip848_member_leaves_the_timing_to_the_group():
     assert consumer.group_protocol == "consumer" and consumer._kassign_remote_assignor == "uniform"
 
 
-def _refuse(code: int, reason: str):
-    from confluent_kafka import KafkaError, KafkaException
-
-    class Future:
-        def result(self, timeout=None):
-            raise KafkaException(KafkaError(code, reason))
-
-    class Admin:
-        def incremental_alter_configs(self, resources, request_timeout):
-            return {r: Future() for r in resources}
-
-    return Admin()
-
-
 def test_a_refused_group_config_names_the_values(monkeypatch):
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError
 
     reason = "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"
-    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: _refuse(KafkaError.INVALID_CONFIG, reason))
+    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError.INVALID_CONFIG, reason))
     with pytest.raises(group_config.GroupTimingRefused) as caught:
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert caught.value.out_of_bounds and caught.value.reason == reason
     assert "consumer.session.timeout.ms=1500" in str(caught.value)
-    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: _refuse(KafkaError.INVALID_REQUEST, "Unknown type"))
+    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown type"))
     with pytest.raises(group_config.GroupTimingRefused) as caught:
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert not caught.value.out_of_bounds
@@ -267,7 +254,7 @@ def test_no_answer_is_not_called_a_refusal(monkeypatch):
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError
 
-    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: _refuse(KafkaError._TIMED_OUT, "Timed out"))
+    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError._TIMED_OUT, "Timed out"))
     with pytest.raises(group_config.GroupConfigError) as caught:
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert not isinstance(caught.value, group_config.GroupTimingRefused)

@@ -31,7 +31,7 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 from integration.consumers import ListenerCallsWithLost, wait_consumers_held  # noqa: E402
 from integration.driver import GroupTiming  # noqa: E402
 from integration.protocols import consumer_config, group_driver, start_kassign_member  # noqa: E402
-from integration.timeline_checks import assert_exclusive, current_assignment, double_ownership  # noqa: E402
+from integration.timeline_checks import all_owned_at, assert_exclusive, current_assignment, double_ownership  # noqa: E402
 from integration.topics import create_topic, delete_topic  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
@@ -47,18 +47,6 @@ def _first(events, member: str, kind: str, after: float = 0.0):
 
 def _parts(events, member: str, kind: str, after: float = 0.0) -> set:
     return {tp for e in events if e.id == member and e.ev == kind and e.t >= after for tp in e.parts or ()}
-
-
-def _all_owned_at(events, partitions, members, after: float = 0.0) -> float:
-    """When every partition first had exactly one owner among ``members`` (by their callbacks), after ``after``."""
-    for i, e in enumerate(events):
-        if e.ev != "cb_assigned" or e.t < after:
-            continue
-        owned = current_assignment(events[: i + 1])
-        counts = [tp for m in members for tp in owned.get(m, ())]
-        if sorted(counts) == sorted(partitions) and all(owned.get(m) for m in members):
-            return e.t
-    raise AssertionError("the partitions were never all owned")
 
 
 def test_two_kassign_members_share_a_topic_exclusively(bootstrap_servers, group_id, topic_factory, group_protocol):
@@ -79,7 +67,7 @@ def test_two_kassign_members_share_a_topic_exclusively(bootstrap_servers, group_
     moved = _parts(events, first, "cb_revoked", joined)
     assert moved == set(settled[second]) and _parts(events, second, "cb_assigned") == moved
     assert not _parts(events, first, "cb_lost") and not _parts(events, second, "cb_lost")
-    took = _all_owned_at(events, group.partitions, [first, second], joined) - joined
+    took = all_owned_at(events, group.partitions, [first, second], joined) - joined
     print(f"\n{group_protocol}, 2 kassign members, 6 partitions: second join to all partitions owned {took:.2f} s")
     assert took < 10 * TIMING.heartbeat_ms / 1000 + 2.0
 

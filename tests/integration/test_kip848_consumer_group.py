@@ -27,7 +27,7 @@ from aiokafka.structs import TopicPartition as TP  # noqa: E402
 from integration.consumers import ListenerCallsWithLost  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
-from integration.timeline_checks import assert_exclusive, current_assignment  # noqa: E402
+from integration.timeline_checks import all_owned_at, assert_exclusive  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.consumer_group_coordinator import GroupProtocolError  # noqa: E402
 
@@ -50,18 +50,6 @@ def _start(group: GroupDriver, kind: str = "aiokafka", **kwargs) -> str:
     if kind == "confluent":  # librdkafka 2.12+ speaks KIP-848
         return group.start_member("confluent", "range", group_protocol="consumer", **kwargs)
     return group.start_member("java", "range", kafka_clients=JAVA_CLIENTS, group_protocol="consumer", **kwargs)
-
-
-def _all_owned_at(events, partitions, members, after: float = 0.0) -> float:
-    """When every partition first had exactly one owner among ``members`` (by their callbacks), after ``after``."""
-    for i, e in enumerate(events):
-        if e.ev != "cb_assigned" or e.t < after:
-            continue
-        owned = current_assignment(events[: i + 1])
-        counts = [tp for m in members for tp in owned.get(m, ())]
-        if sorted(counts) == sorted(partitions) and all(owned.get(m) for m in members):
-            return e.t
-    raise AssertionError("the partitions were never all owned")
 
 
 def _static(bootstrap, group_id, instance):
@@ -116,7 +104,7 @@ def test_mixed_group_of_kassign_and_java_members(bootstrap_servers, group_id, to
     assert_exclusive(events)
     assert sorted(len(p) for p in settled.values()) == [2, 2, 2, 2]
     assert set(final) == {members[2], members[3]} and sorted(len(p) for p in final.values()) == [4, 4]
-    took = _all_owned_at(events, group.partitions, members, joined) - joined
+    took = all_owned_at(events, group.partitions, members, joined) - joined
     print(f"\nKIP-848 mixed kassign + Java group, 8 partitions: 2 joins to all 4 members owning {took:.2f} s")
     assert not any(e.ev == "cb_lost" for e in events)
 
@@ -139,7 +127,7 @@ def test_mixed_group_of_kassign_and_librdkafka_members(bootstrap_servers, group_
     assert_exclusive(events)
     assert sorted(len(p) for p in settled.values()) == [2, 2, 2]
     assert set(final) == {members[1], members[2]} and sorted(len(p) for p in final.values()) == [3, 3]
-    took = _all_owned_at(events, group.partitions, members, joined) - joined
+    took = all_owned_at(events, group.partitions, members, joined) - joined
     print(f"\nKIP-848 mixed kassign + librdkafka group, 6 partitions: a join to all 3 members owning {took:.2f} s")
     assert not any(e.ev == "cb_lost" for e in events)
 
