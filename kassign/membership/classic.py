@@ -9,7 +9,10 @@ A driver calls :class:`ClassicMember` at each step of a round and carries out th
 2. elected leader: :meth:`~ClassicMember.lead` computes every member's assignment;
 3. SyncGroup answered: :meth:`~ClassicMember.on_sync` says what is revoked, added and kept, what the
    assignor asked to schedule, and whether (and why) to rejoin once the revocations are done;
-4. leaving or fenced: :meth:`~ClassicMember.leave` and :meth:`~ClassicMember.lose_all`.
+4. leaving or fenced: :meth:`~ClassicMember.leave` and :meth:`~ClassicMember.lose_all`;
+5. a commit issued under one generation and completed after a rebalance: :meth:`~ClassicMember.held_since`
+   says which of its partitions the member owned without interruption since then (only those may be
+   committed: the others may have been processed by another member meanwhile).
 
 The member's ``owned`` partitions change when a step is decided; the driver runs the listener
 calls (revoked before assigned, lost without a commit) in the order the answer lists them.
@@ -117,6 +120,8 @@ class ClassicMember:
         # after JoinGroup, so a member's metadata changes only when what it owns changes. A broker
         # without a join barrier (Tansu) starts a new generation for every changed metadata it sees.
         self.owned_generation = -1
+        # The generation whose SyncGroup gave each owned partition to this member (kept ones keep theirs).
+        self._acquired: dict[TopicPartition, int] = {}
         # Leader: members whose metadata it could not read and emptied in the last completed round
         # (they own nothing now); those of this round, until its SyncGroup; and whether this round
         # withheld partitions for such members, so that the leader rejoins after it.
@@ -140,7 +145,18 @@ class ClassicMember:
     def lose_all(self) -> frozenset[TopicPartition]:
         """The generation is gone (fenced, session expired): everything owned is lost, uncommitted."""
         lost, self.owned, self.owned_generation = self.owned, _EMPTY, -1
+        self._acquired = {}
         return lost
+
+    def held_since(self, generation: int, partitions: Iterable[TopicPartition]
+                   ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+        """Of ``partitions``, those owned without interruption since ``generation`` (a commit issued then
+        may still be completed for them) and the others (revoked or lost since, perhaps handed back
+        later: another member may have processed them meanwhile, so their offsets are stale)."""
+        partitions = frozenset(partitions)
+        held = frozenset(tp for tp in partitions
+                         if tp in self.owned and self._acquired.get(tp, generation + 1) <= generation)
+        return held, partitions - held
 
     def prepare_join(self, topics: Collection[str], *, generation_reset: bool = False) -> JoinPreparation:
         """Java's ``onJoinPrepare``: lose everything when the generation was reset; then revoke
@@ -208,6 +224,8 @@ class ClassicMember:
         else:
             revoked, added, kept = _EMPTY, assigned, _EMPTY
         self.owned, self.owned_generation = assigned, generation
+        self._acquired = {tp: self._acquired.get(tp, generation) if tp in kept else generation
+                          for tp in assigned}
 
         self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
         rejoin = None

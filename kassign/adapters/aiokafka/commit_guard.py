@@ -33,11 +33,27 @@ from kassign.adapters.aiokafka.internals import close_started
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CommitGuard"]
+__all__ = ["CommitGuard", "commit_failed", "rebalance_in_progress"]
 
 # A commit that fails with a retriable error while revoking is retried this often, then given up
 # (the partition's next owner resumes from the last committed offset: nothing is lost).
 _REVOCATION_COMMIT_ATTEMPTS = 3
+
+
+def commit_failed(message: str) -> Errors.CommitFailedError:
+    """aiokafka's CommitFailedError saying ``message`` only (its default text blames max_poll_interval_ms
+    whatever the cause)."""
+    error = Errors.CommitFailedError()
+    error.args = (message,)
+    return error
+
+
+def rebalance_in_progress(message: str) -> Errors.RebalanceInProgressError:
+    """aiokafka's RebalanceInProgressError, marked retriable as Java's RebalanceInProgressException is
+    (aiokafka's class is not): commit again once the round is over."""
+    error = Errors.RebalanceInProgressError(message)
+    error.retriable = True
+    return error
 
 
 class CommitGuard:
@@ -46,10 +62,29 @@ class CommitGuard:
     def _init_commit_guard(self) -> None:
         #: Generation resets so far: a commit issued before one is never sent after it.
         self._resets = 0
+        #: Assignment rounds completed so far (the member knows what it owns after each): a commit
+        #: that met a rebalance waits for the next one.
+        self._rounds_completed = 0
+        self._membership_moved_fut: asyncio.Future[None] | None = None
+        #: Why the membership last ended (session expired, fenced, left), named by CommitFailedError.
+        self._lost_cause: str | None = None
+
+    def _membership_moved(self) -> None:
+        """Wake the commits waiting for a round: one completed, or the membership ended."""
+        if self._membership_moved_fut is not None and not self._membership_moved_fut.done():
+            self._membership_moved_fut.set_result(None)
+        self._membership_moved_fut = None
+
+    async def _wait_membership_moved(self, timeout_s: float) -> None:
+        """Until :meth:`_membership_moved` is called or ``timeout_s`` passes."""
+        if self._membership_moved_fut is None:
+            self._membership_moved_fut = create_future()
+        await asyncio.wait([self._membership_moved_fut], timeout=timeout_s)
 
     def reset_generation(self) -> None:
         self._resets += 1
         super().reset_generation()  # type: ignore[misc]
+        self._membership_moved()
 
     def _closing_now(self) -> bool:
         return close_started(self)
@@ -75,26 +110,36 @@ class CommitGuard:
             self.coordinator_id = coordinator_id
             self._coordinator_dead_fut = create_future()
 
-    async def commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
-        """aiokafka's commit loop with the two guarantees of the module docstring."""
+    async def commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any], *, consumed: bool = False) -> None:
+        """aiokafka's commit loop with the two guarantees of the module docstring. ``consumed``: the
+        offsets are the consumed positions of every assigned partition (``commit()`` without offsets)."""
         issued_after = self._resets
+        issued_under = self._commit_issued_under()
         deadline: float | None = None
         backoff_s = self._retry_backoff_ms / 1000  # type: ignore[attr-defined]
+        refused: Exception | None = None
+        rebalance_met_at: float | None = None  # the first rebalance this commit met: its waits end a timeout later
         while True:
             if self._closing_now() and deadline is None:
                 deadline = time.monotonic() + self._rebalance_timeout_ms / 1000  # type: ignore[attr-defined]
             await self.ensure_coordinator_known()
+            sent_under = self._commit_issued_under()
             try:
                 async with self._commit_lock:  # type: ignore[attr-defined]
                     if self._resets != issued_after:
-                        raise Errors.CommitFailedError(
+                        raise commit_failed(
                             "Commit cannot be completed: this member's generation was reset after the commit "
-                            "was issued, and its partitions may belong to another member now")
+                            f"was issued ({self._membership_lost_cause()}), and its partitions may belong to "
+                            "another member now")
                     await asyncio.shield(self._do_commit_offsets(assignment, offsets))  # type: ignore[attr-defined]
             except (Errors.UnknownMemberIdError, Errors.IllegalGenerationError, Errors.RebalanceInProgressError) as exc:
-                raise Errors.CommitFailedError(
-                    "Commit cannot be completed since the group has already rebalanced and may have "
-                    "assigned the partitions to another member") from exc
+                if rebalance_met_at is None:
+                    rebalance_met_at = time.monotonic()
+                offsets, refused = await self._commit_after_rebalance(
+                    exc, offsets, issued_after=issued_after, issued_under=issued_under, sent_under=sent_under,
+                    consumed=consumed, refused=refused, rebalance_met_at=rebalance_met_at)
+                if not offsets:
+                    break
             except Errors.KafkaError as err:
                 if not err.retriable:
                     raise
@@ -104,7 +149,30 @@ class CommitGuard:
                     raise
                 await asyncio.sleep(backoff_s)
             else:
-                return
+                break
+        if refused is not None:
+            raise refused
+
+    def _commit_issued_under(self) -> Any:
+        """What a commit notes of the membership when issued and when sent (the classic coordinator's
+        generation and whether it was stable); read back by :meth:`_commit_after_rebalance`."""
+        return None
+
+    def _membership_lost_cause(self) -> str:
+        """Why this member's generation was last reset, for the error of a commit it refuses."""
+        return self._lost_cause or "fenced or left the group"
+
+    async def _commit_after_rebalance(
+        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
+        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+    ) -> tuple[Mapping[Any, Any], Exception | None]:
+        """A commit answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS: the offsets to
+        commit again (empty: none) and the error to raise once they are, or raise now. ``rebalance_met_at``:
+        when (``time.monotonic()``) this commit first met such an answer. Here: fail it, as aiokafka
+        does; the classic coordinator completes it after the rebalance when it can."""
+        raise Errors.CommitFailedError(
+            "Commit cannot be completed since the group has already rebalanced and may have "
+            "assigned the partitions to another member") from exc
 
     def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
         """Whether a revocation commit that failed with ``err`` is tried again."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import IllegalStateError
 from aiokafka.util import get_running_loop
 
 from kassign.adapters.aiokafka.assignors import CooperativeStickyAssignor, core_assignor_for
@@ -124,6 +125,25 @@ class CooperativeConsumer(AIOKafkaConsumer):
     def group_protocol(self) -> str:
         """``"classic"`` or ``"consumer"`` (KIP-848), as given."""
         return self._kassign_group_protocol
+
+    async def commit(self, offsets: Any = None) -> None:
+        """AIOKafkaConsumer.commit. On the classic protocol a commit that meets a rebalance waits for the
+        round (at most the rebalance timeout) and is completed under the new generation for the
+        partitions this member kept; offsets of partitions the round took away are never committed
+        after the loss. Without ``offsets`` those are left out (the revoke listener commits them);
+        explicit ``offsets`` naming them raise :class:`~aiokafka.errors.CommitFailedError` once the
+        kept ones are committed. A round that does not complete in time raises aiokafka's retriable
+        :class:`~aiokafka.errors.RebalanceInProgressError`."""
+        if offsets is not None or self._group_id is None:
+            await super().commit(offsets)
+            return
+        subscription = self._subscription.subscription
+        if subscription is None:
+            raise IllegalStateError("Not subscribed to any topics")
+        assignment = subscription.assignment
+        if assignment is None:
+            raise IllegalStateError("No partitions assigned")
+        await self._coordinator.commit_offsets(assignment, assignment.all_consumed_offsets(), consumed=True)
 
     async def start(self) -> None:
         """Connect, load metadata and, with a ``group_id``, join the group through kassign's

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -55,7 +56,7 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     InstanceHeartbeatRequest,
 )
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
-from kassign.adapters.aiokafka.commit_guard import CommitGuard
+from kassign.adapters.aiokafka.commit_guard import CommitGuard, commit_failed, rebalance_in_progress
 from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.group_protocol import (
@@ -68,7 +69,7 @@ from kassign.adapters.aiokafka.group_protocol import (
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
 from kassign.membership.classic import FATAL_FENCING_ERRORS, MEMBER_ID_KEPT_ERRORS
-from kassign.model import RebalanceProtocol
+from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.protocol import ProtocolError, decode_assignment, encode_subscription
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,10 @@ def _error_name(code: int) -> str:
 
 
 _aio = aio_partitions
+
+
+def _kassign_tp(tp: AioTopicPartition) -> TopicPartition:
+    return TopicPartition(tp.topic, tp.partition)
 
 
 class _Rebalance(CoordinatorGroupRebalance):
@@ -358,6 +363,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         except ProtocolError as exc:
             raise Errors.KafkaError(f"group {self.group_id}: unreadable assignment from the leader: {exc}") from exc
         outcome = self._member.on_sync(generation, received, self._subscription.topics, assignor)
+        # The member knows what it owns: commits that met this rebalance complete for what it kept.
+        self._rounds_completed += 1
+        self._membership_moved()
         if outcome.assignor_error is not None and self._listener_error is None:
             # As a listener's: raised from the next getmany()/getone(), once the round is complete.
             self._listener_error = outcome.assignor_error
@@ -514,6 +522,72 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     # only mean "the group is rebalancing": as Java does, the member resets only when its generation
     # is unchanged and the member id is unknown; ILLEGAL_GENERATION from a known member just rejoins.
 
+    # A commit that meets a rebalance (REBALANCE_IN_PROGRESS, or ILLEGAL_GENERATION for the generation
+    # the member is leaving through the round) is not the application's failure: its partitions are
+    # still its own unless the round takes them. Java raises RebalanceInProgressException and lets
+    # the application retry after poll(); here the commit waits for the round, at most the rebalance
+    # timeout, and goes out again under the new generation for the partitions the member kept.
+
+    def _unknown_member_cause(self) -> str:
+        return (f"the coordinator no longer knows member {self.member_id}: its session expired "
+                f"(session_timeout_ms={self._session_timeout_ms}) or it was removed from the group")
+
+    def _commit_issued_under(self) -> tuple[int, int]:
+        return self.generation, self._rounds_completed
+
+    def _membership_lost_cause(self) -> str:
+        return self._lost_cause or f"member {self.member_id or '(none)'} of group {self.group_id} lost its generation"
+
+    async def _commit_after_rebalance(
+        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
+        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+    ) -> tuple[Mapping[Any, Any], Exception | None]:
+        issued_generation, _ = issued_under
+        _, sent_rounds = sent_under
+        if (isinstance(exc, Errors.UnknownMemberIdError) or self._resets != issued_after
+                or issued_generation == _NO_GENERATION):
+            raise commit_failed(
+                f"group {self.group_id}: commit cannot be completed: {self._membership_lost_cause()}; "
+                "its partitions may belong to another member now") from exc
+        if self.closing or asyncio.current_task() is getattr(self, "_coordination_task", None):
+            # Closing, or called from a rebalance listener, whose round cannot complete while it waits.
+            raise rebalance_in_progress(
+                f"group {self.group_id}: commit met a rebalance ({type(exc).__name__}) while "
+                f"{'closing' if self.closing else 'in a rebalance listener'}; commit again after the round") from exc
+        await self._wait_for_round(sent_rounds, issued_after, exc, rebalance_met_at)
+        held, gone = self._member.held_since(issued_generation, (_kassign_tp(tp) for tp in offsets))
+        if gone:
+            gone_aio = sorted(_aio(gone))
+            if consumed:
+                log.info("group %s: commit after the rebalance leaves out %s, no longer this member's",
+                         self.group_id, gone_aio)
+            elif refused is None:
+                refused = commit_failed(
+                    f"group {self.group_id}: offsets of {gone_aio} not committed: partitions revoked from this "
+                    f"member by the rebalance to generation {self.generation} (commit them in "
+                    "on_partitions_revoked); those it kept were committed")
+        held_aio = _aio(held)
+        log.info("group %s: completing a commit that met a rebalance under generation %s for %s",
+                 self.group_id, self.generation, sorted(held_aio))
+        return {tp: offset for tp, offset in offsets.items() if tp in held_aio}, refused
+
+    async def _wait_for_round(self, sent_rounds: int, issued_after: int, exc: Errors.KafkaError,
+                              rebalance_met_at: float) -> None:
+        """Until a round completed after the commit was sent (the member knows what it kept); at most the
+        rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable RebalanceInProgressError."""
+        deadline = rebalance_met_at + self._rebalance_timeout_ms / 1000
+        while self._rounds_completed <= sent_rounds or self._joining:
+            if self._resets != issued_after:
+                raise commit_failed(
+                    f"group {self.group_id}: commit cannot be completed: {self._membership_lost_cause()}; "
+                    "its partitions may belong to another member now") from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.closing:
+                raise rebalance_in_progress(
+                    f"group {self.group_id}: commit met a rebalance that did not complete within rebalance_timeout_ms="
+                    f"{self._rebalance_timeout_ms}; commit again after the next getmany()") from exc
+            await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
+
     # -- static members ----------------------------------------------------------------------
 
     def need_rejoin(self, subscription: Any) -> bool:
@@ -563,6 +637,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         error = None if code is None else _error_name(code)
         if error in FATAL_FENCING_ERRORS:
             self._fenced = True
+            self._lost_cause = f"fenced by a newer instance with group_instance_id {self._group_instance_id}"
+        elif error == "UNKNOWN_MEMBER_ID":
+            self._lost_cause = self._unknown_member_cause()
         elif error in MEMBER_ID_KEPT_ERRORS and isinstance(sent, (HeartbeatRequest, SyncGroupRequest)):
             # aiokafka resets the member on this answer (its next step, with no await in between);
             # reset_generation then keeps the member id, as Java does (KAFKA-13419).
@@ -580,11 +657,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             await super()._do_commit_offsets(assignment, offsets)
         except Errors.UnknownMemberIdError:
             if self._commit_reset_wanted and self._commit_response_for == (self.generation, self.member_id):
+                self._lost_cause = self._unknown_member_cause()
                 super().reset_generation()
             raise
         except Errors.IllegalGenerationError:
-            log.info("group %s: commit answered ILLEGAL_GENERATION; rejoining, keeping owned partitions", self.group_id)
-            if not self._joining:
+            # A commit sent under a generation the member has since left needs no round of its own.
+            if not self._joining and self._commit_response_for == (self.generation, self.member_id):
+                log.info("group %s: commit answered ILLEGAL_GENERATION; rejoining, keeping owned partitions",
+                         self.group_id)
                 super().request_rejoin()
             raise
         finally:
@@ -601,8 +681,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             # the abandoned one (and hand it partitions) until its session expired.
             self._member_id_kept = False
             log.info("group %s: generation %s reset, rejoining as %s", self.group_id, self.generation, self.member_id)
+            self._lost_cause = f"the coordinator ended generation {self.generation} (ILLEGAL_GENERATION)"
             self.generation = _NO_GENERATION
+            self._resets += 1  # what it owned is lost: a commit issued before now never goes out
             self.request_rejoin()
+            self._membership_moved()
             return
         super().reset_generation()
 
