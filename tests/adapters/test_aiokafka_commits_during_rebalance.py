@@ -220,3 +220,18 @@ def test_a_stale_illegal_generation_asks_for_no_extra_round():
 
     commits, rejoin = run(scenario())
     assert commits == [(4, {TP("t", 0): 10}), (5, {TP("t", 0): 10}), (5, {TP("t", 0): 11})] and not rejoin
+
+
+def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming_the_new_instance():
+    async def scenario():
+        member = await _member(CommitClient(REBALANCE_IN_PROGRESS))
+        member._group_instance_id = "static-a"
+        commit = asyncio.ensure_future(member.commit_offsets(None, _offsets(p0=10), consumed=True))
+        await asyncio.sleep(0.01)
+        member._lost_cause = f"fenced by a newer instance with group_instance_id {member._group_instance_id}"
+        await member._fence()  # FENCED_INSTANCE_ID answered its JoinGroup
+        with pytest.raises(Errors.CommitFailedError, match="fenced by a newer instance with group_instance_id static-a"):
+            await asyncio.wait_for(commit, 2)
+        await _stop(member)
+
+    run(scenario())

@@ -56,6 +56,7 @@ class OfflineCoordinator(KassignGroupCoordinator):
         self._commit_refresh_task = None
         self._rebalance_timeout_ms = 30000
         self._session_timeout_ms = 10000
+        self._max_poll_interval = 300.0
         self._retry_backoff_ms = 10
         self._rejoin_needed_fut = create_future()
         self._commit_lock = asyncio.Lock()

@@ -153,6 +153,17 @@ class CommitGuard:
         if refused is not None:
             raise refused
 
+    def check_membership_for_commit(self) -> None:
+        """Raise CommitFailedError, naming why, when this member is out of its group (left after
+        max_poll_interval_ms, fenced, session expired) and not yet back: what it consumed is no longer
+        its own to commit (Java's commitSync outside an active group)."""
+        if self._out_of_group():
+            raise commit_failed(f"group {self.group_id}: commit cannot be completed: "  # type: ignore[attr-defined]
+                                f"{self._membership_lost_cause()}; its partitions may belong to another member now")
+
+    def _out_of_group(self) -> bool:
+        return False
+
     def _commit_issued_under(self) -> Any:
         """What a commit notes of the membership when issued and when sent (the classic coordinator's
         generation and whether it was stable); read back by :meth:`_commit_after_rebalance`."""

@@ -133,8 +133,14 @@ class CooperativeConsumer(AIOKafkaConsumer):
         after the loss. Without ``offsets`` those are left out (the revoke listener commits them);
         explicit ``offsets`` naming them raise :class:`~aiokafka.errors.CommitFailedError` once the
         kept ones are committed. A round that does not complete in time raises aiokafka's retriable
-        :class:`~aiokafka.errors.RebalanceInProgressError`."""
-        if offsets is not None or self._group_id is None:
+        :class:`~aiokafka.errors.RebalanceInProgressError`. A member out of its group (it left after
+        ``max_poll_interval_ms``, was fenced, or its session expired) raises CommitFailedError naming
+        why until its next ``getmany()`` has it join again."""
+        if self._group_id is None or self._coordinator is None:
+            await super().commit(offsets)  # aiokafka's errors: no group, not started
+            return
+        self._coordinator.check_membership_for_commit()
+        if offsets is not None:
             await super().commit(offsets)
             return
         subscription = self._subscription.subscription

@@ -427,9 +427,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
         await self._call_listener("on_partitions_revoked", partitions)
 
-    async def _lose_partitions(self, partitions: Iterable[AioTopicPartition]) -> None:
-        """Partitions that may already belong to someone else: no commit, ``on_partitions_lost``."""
-        log.warning("group %s: lost %s (generation reset)", self.group_id, sorted(partitions))
+    async def _lose_partitions(self, partitions: Iterable[AioTopicPartition], *, logged: bool = False) -> None:
+        """Partitions that may already belong to someone else: no commit, ``on_partitions_lost``.
+        ``logged``: the caller has already said why, at WARNING."""
+        if not logged:
+            log.warning("group %s: lost %s (generation reset)", self.group_id, sorted(partitions))
         listener = self._subscription.listener
         method = "on_partitions_lost" if hasattr(listener, "on_partitions_lost") else "on_partitions_revoked"
         await self._call_listener(method, partitions)
@@ -481,9 +483,24 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _leave_group(self) -> None:
         # Leaving (close, unsubscribe, poll timeout) gives everything up first, as Java's onLeavePrepare.
         self._cancel_scheduled_rejoin()
-        departure = self._member.leave(generation_reset=self._generation_reset())
+        poll_timeout = self._poll_timed_out()
+        # Java: a member whose poll timer expired has lost its partitions (onPartitionsLost, no commit):
+        # its processing may be running still, and the group hands them to others at once.
+        departure = self._member.leave(generation_reset=poll_timeout or self._generation_reset())
+        if poll_timeout:
+            self._lost_cause = (f"max_poll_interval_ms={self._max_poll_interval_ms()} exceeded: it left the group "
+                                "and rejoins on its next getmany()")
+            log.warning("group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
+                        "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
+                        "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
+                        "processing takes this long", self.group_id, self._subscription.fetcher_idle_time,
+                        self._max_poll_interval_ms(), self.member_id, sorted(_aio(departure.lost)))
+        else:
+            self._lost_cause = "it left the group"
         if departure.lost:
-            await self._lose_partitions(_aio(departure.lost))
+            await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
+        if poll_timeout and self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+            self._install(frozenset(), carried=frozenset())  # no more records of partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.
             await self._revoke_partitions(_aio(departure.revoked), commit=False)
@@ -527,6 +544,18 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     # still its own unless the round takes them. Java raises RebalanceInProgressException and lets
     # the application retry after poll(); here the commit waits for the round, at most the rebalance
     # timeout, and goes out again under the new generation for the partitions the member kept.
+
+    def _poll_timed_out(self) -> bool:
+        """Java's poll timer: no getmany()/getone() for max_poll_interval_ms (aiokafka's heartbeat then leaves)."""
+        return (not self.closing and self._subscription.subscription is not None
+                and self._subscription.fetcher_idle_time >= self._max_poll_interval)
+
+    def _max_poll_interval_ms(self) -> int:
+        return round(self._max_poll_interval * 1000)
+
+    def _out_of_group(self) -> bool:
+        # The membership ended (left, fenced, session expired) and no round has given it a generation again.
+        return self.generation == _NO_GENERATION and self._lost_cause is not None
 
     def _unknown_member_cause(self) -> str:
         return (f"the coordinator no longer knows member {self.member_id}: its session expired "
@@ -620,6 +649,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                   "are lost and it will not rejoin", self.group_id, self._group_instance_id)
         self._fenced = True
         self._cancel_scheduled_rejoin()
+        self._resets += 1  # a commit issued before now (maybe waiting for this round) is refused
+        self._membership_moved()
         lost = self._member.lose_all()
         if lost:
             await self._lose_partitions(_aio(lost))
