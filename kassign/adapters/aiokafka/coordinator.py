@@ -23,6 +23,15 @@ this module carries them out with aiokafka's requests, fetch state and listener 
   :class:`FencedInstanceIdError` (as Java's poll does);
 * ILLEGAL_GENERATION (Heartbeat, SyncGroup) resets the generation and keeps the member id, as Java
   (KAFKA-13419); a dynamic member with a member id leaves on close, even before its first generation;
+* a commit answered REBALANCE_IN_PROGRESS, or ILLEGAL_GENERATION for the generation the member is
+  leaving through a round, waits for that round (at most the rebalance timeout) and goes out again
+  under the new generation for the partitions held throughout (``ClassicMember.held_since``), where
+  Java raises RebalanceInProgressException for the application to retry after ``poll()``; a member
+  that really lost its generation gets ``CommitFailedError`` naming why (session expired,
+  max_poll_interval_ms exceeded, fenced by a newer instance);
+* a member whose application has not polled for ``max_poll_interval_ms`` leaves as Java's does: its
+  partitions are lost (``on_partitions_lost``, not committed, no longer fetched), one WARNING names
+  the setting, and its next ``getmany()`` rejoins;
 * a rack-aware leader (some member names its rack) rebalances when partitions' replica racks change
   (KIP-881); an assignor raising in ``on_assignment`` is reported from the next poll, the round completes;
 * an assignor with group-wide state (the delayed assignor) gets it sent to every member and
