@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.broker, pytest.mark.packaging, pytest.mark.timeout(900)]
 
 PUBLIC_MODULES = ("kassign", "kassign.protocol", "kassign.assignors", "kassign.adapters.aiokafka", "kassign.placement",
                   "kassign.broker", "kassign.sim", "kassign.telemetry", "kassign.demo", "kassign.timeline.metrics",
