@@ -58,3 +58,24 @@ def test_closing_is_not_a_poll_timeout():
         await coordinator._stop_commit_offsets_refresh_task()
 
     run(scenario())
+
+
+def test_a_heartbeat_task_cancelled_while_leaving_does_not_cancel_the_coordination_routine():
+    """aiokafka's heartbeat routine calls the poll-timeout leave outside its cancellation handling; the
+    coordination routine stopping it meanwhile (to rejoin) must not receive its CancelledError."""
+    async def scenario():
+        client = FakeCoordinatorClient()
+        coordinator, _ = await _networked(client)
+        leaving = asyncio.Event()
+
+        async def heartbeat_routine():
+            leaving.set()
+            await asyncio.sleep(10)  # as if inside _maybe_leave_group, awaiting the LeaveGroup answer
+
+        coordinator._heartbeat_task = asyncio.ensure_future(heartbeat_routine())
+        await leaving.wait()
+        await coordinator._stop_heartbeat_task()  # before: raised CancelledError here
+        assert coordinator._heartbeat_task is None
+        await coordinator._stop_commit_offsets_refresh_task()
+
+    run(scenario())

@@ -509,7 +509,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if departure.lost:
             await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
         if poll_timeout and self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
-            self._install(frozenset(), carried=frozenset())  # no more records of partitions it lost
+            self._install(frozenset(), carried=frozenset())  # no more records of the partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.
             await self._revoke_partitions(_aio(departure.revoked), commit=False)
@@ -527,6 +527,16 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             except Errors.KafkaError as err:
                 log.error("group %s: LeaveGroup failed: %r", self.group_id, err)
         self.reset_generation()
+
+    async def _stop_heartbeat_task(self) -> None:
+        # aiokafka's heartbeat routine leaves the group (max_poll_interval_ms) outside its handling of
+        # cancellation: cancelled there by a rejoin, it ends cancelled, and aiokafka's ``await`` of it
+        # raised CancelledError into the coordination routine, which died (the member never rejoined).
+        task = self._heartbeat_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+        await super()._stop_heartbeat_task()
 
     async def _leave_beside_the_join(self) -> None:
         """LeaveGroup on a connection of its own: the broker handles one request per connection at a

@@ -1,0 +1,269 @@
+"""Commits that meet a rebalance on the classic protocol, against a broker (issue #27).
+
+The window of the issue, made deterministic: member A heartbeats fast, member D slowly (3 s), so
+when B joins, A's JoinGroup waits at the join barrier for D; a commit A issues meanwhile is built
+under the generation A is leaving and queued behind that JoinGroup on the coordinator connection,
+so the broker answers it ILLEGAL_GENERATION once the join phase is over (aiokafka and kassign before
+#27: CommitFailedError, "already rebalanced ... max_poll_interval_ms"). Now:
+
+* ``commit()`` completes under the new generation for the partitions A kept, and the one the round
+  took from A is never committed;
+* ``commit(offsets)`` naming the partition A lost commits the kept ones and is refused for it;
+* a zombie (its heartbeats stopped past the session timeout) still has its commit refused, and the
+  error names the expired session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+import aiokafka.errors as Errors  # noqa: E402
+from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from integration.consumers import ListenerCallsWithLost, wait_consumers_settled  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
+
+pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(240)]
+
+PARTITIONS = 6
+
+
+class Member:
+    """An in-process classic member polling in the background; the test stops its polling to commit
+    exactly what it consumed so far."""
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, heartbeat_ms: int, session_ms: int,
+                 **config: Any) -> None:
+        self.listener = ListenerCallsWithLost()
+        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id,
+                                            auto_offset_reset="earliest", enable_auto_commit=False,
+                                            heartbeat_interval_ms=heartbeat_ms, session_timeout_ms=session_ms,
+                                            max_poll_records=5, max_partition_fetch_bytes=2048, **config)
+        self.consumer.subscribe([topic], listener=self.listener)
+        self.task: asyncio.Task | None = None
+        self.poll_errors: list[Exception] = []  # what getmany() raised
+
+    async def start(self) -> None:
+        await self.consumer.start()
+        self.resume()
+
+    def resume(self) -> None:
+        self.task = asyncio.create_task(self._poll())
+
+    async def pause(self) -> dict[TP, int]:
+        """Stop polling; the positions consumed so far."""
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+        assignment = self.consumer._subscription.subscription.assignment
+        return {tp: offset.offset for tp, offset in assignment.all_consumed_offsets().items()}
+
+    def positions(self) -> dict[TP, int]:
+        """The consumed positions of the partitions this member has read from."""
+        assignment = self.consumer._subscription.subscription.assignment
+        return {tp: offset.offset for tp, offset in assignment.all_consumed_offsets().items() if offset.offset > 0}
+
+    async def _poll(self) -> None:
+        while True:
+            try:
+                await self.consumer.getmany(timeout_ms=100)
+            except Exception as exc:  # recorded for the test to show; the loop goes on as an application's would
+                self.poll_errors.append(exc)
+            await asyncio.sleep(0.05)  # slow enough that every partition is still being read
+
+    async def stop(self) -> None:
+        await self.pause()
+        await self.consumer.stop()
+
+
+async def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for i in range(per_partition):
+            await asyncio.gather(*(producer.send(topic, b"%d" % i, partition=p) for p in range(PARTITIONS)))
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def _wait_for(condition, timeout: float, what: str) -> float:
+    began = time.monotonic()
+    while not condition():
+        if time.monotonic() - began > timeout:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(0.005)
+    return time.monotonic()
+
+
+async def _committed(consumer: CooperativeConsumer, partitions) -> dict[TP, int | None]:
+    return {tp: await consumer.committed(tp) for tp in sorted(partitions)}
+
+
+async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit: bool):
+    """A and D settled (3 partitions each); B joins; A commits while its JoinGroup waits for D.
+    Returns (A's partitions before, A's partitions after, what A consumed, the commit's outcome,
+    the committed offsets of A's former partitions, the commit's duration)."""
+    await _produce(bootstrap, topic, 2000)
+    a = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
+    d = Member(bootstrap, group_id, topic, heartbeat_ms=3000, session_ms=10000)
+    b = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
+    partitions = {TP(topic, p) for p in range(PARTITIONS)}
+    await asyncio.gather(a.start(), d.start())
+    joining = None
+    try:
+        before_a, _ = await wait_consumers_settled([a.consumer, d.consumer], partitions, 60)
+        await _wait_for(lambda: set(a.positions()) == before_a, 30, "A reads every partition it owns")
+        consumed = await a.pause()
+        joining = asyncio.create_task(b.start())
+        coordinator = a.consumer._coordinator
+        await _wait_for(lambda: coordinator._join_in_flight, 20, "A rejoins for B")
+        began = time.monotonic()
+        try:
+            if explicit:
+                await a.consumer.commit(dict(consumed))
+            else:
+                await a.consumer.commit()
+            outcome: Any = "ok"
+        except Errors.KafkaError as exc:
+            outcome = exc
+        took = time.monotonic() - began
+        a.resume()
+        await joining
+        after = await wait_consumers_settled([a.consumer, d.consumer, b.consumer], partitions, 60)
+        committed = await _committed(a.consumer, before_a)
+        return before_a, after[0], consumed, outcome, committed, took
+    finally:
+        if joining is not None and not joining.done():
+            joining.cancel()
+        await asyncio.gather(a.stop(), d.stop(), b.stop(), return_exceptions=True)
+
+
+def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(PARTITIONS)
+    before, after, consumed, outcome, committed, took = asyncio.run(
+        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=False))
+    kept, moved = before & after, before - after
+    print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
+    assert outcome == "ok", f"the commit of kept partitions failed: {outcome!r}"
+    assert kept and moved, (before, after)
+    assert {tp: committed[tp] for tp in kept} == {tp: consumed[tp] for tp in kept}
+    # The moved partition was never committed by A after the round took it (nobody else commits).
+    assert all(committed[tp] is None for tp in moved), committed
+
+
+def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(PARTITIONS)
+    before, after, consumed, outcome, committed, took = asyncio.run(
+        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=True))
+    kept, moved = before & after, before - after
+    assert isinstance(outcome, Errors.CommitFailedError), outcome
+    assert "revoked" in str(outcome) and all(str(tp) in str(outcome) for tp in moved), str(outcome)
+    assert {tp: committed[tp] for tp in kept} == {tp: consumed[tp] for tp in kept}
+    assert all(committed[tp] is None for tp in moved), committed
+
+
+async def _zombie(bootstrap: str, group_id: str, topic: str):
+    await _produce(bootstrap, topic, 200)
+    zombie = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=2000)
+    keeper = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=2000)
+    partitions = {TP(topic, p) for p in range(PARTITIONS)}
+    await asyncio.gather(zombie.start(), keeper.start())
+    try:
+        before, _ = await wait_consumers_settled([zombie.consumer, keeper.consumer], partitions, 60)
+        await asyncio.sleep(0.5)
+        consumed = await zombie.pause()
+        # Frozen: no heartbeats and no polls, past the session timeout; the keeper takes everything.
+        await zombie.consumer._coordinator._stop_heartbeat_task()
+        await _wait_for(lambda: keeper.consumer.assignment() == partitions, 30, "the keeper owns every partition")
+        try:
+            await zombie.consumer.commit()
+            outcome: Any = "ok"
+        except Errors.KafkaError as exc:
+            outcome = exc
+        zombie.resume()
+        await wait_consumers_settled([zombie.consumer, keeper.consumer], partitions, 60)
+        committed = await _committed(keeper.consumer, before)
+        return before, consumed, outcome, committed, list(zombie.listener.calls)
+    finally:
+        await asyncio.gather(zombie.stop(), keeper.stop(), return_exceptions=True)
+
+
+def test_a_zombies_commit_is_still_refused_naming_its_expired_session(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(PARTITIONS)
+    before, consumed, outcome, committed, calls = asyncio.run(_zombie(bootstrap_servers, group_id, topic))
+    assert isinstance(outcome, Errors.CommitFailedError), outcome
+    assert "session expired (session_timeout_ms=2000)" in str(outcome), str(outcome)
+    assert all(committed[tp] is None for tp in before), committed  # nothing of the zombie's went in
+    assert ("lost", before) in calls, calls
+
+
+class RoundCounter(ListenerCallsWithLost):
+    """Records the listener calls and, through kassign's telemetry hook, every round the member starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rounds: list[float] = []
+
+    def rebalance_started(self, generation: int | None) -> None:
+        self.rounds.append(time.monotonic())
+
+
+async def _long_processing(bootstrap: str, group_id: str, topic: str):
+    await _produce(bootstrap, topic, 200)
+    slow = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=6000, max_poll_interval_ms=4000)
+    keeper = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=6000)
+    slow.listener = RoundCounter()
+    slow.consumer.subscribe([topic], listener=slow.listener)
+    partitions = {TP(topic, p) for p in range(PARTITIONS)}
+    await asyncio.gather(slow.start(), keeper.start())
+    try:
+        before, _ = await wait_consumers_settled([slow.consumer, keeper.consumer], partitions, 60)
+        await slow.pause()
+        began = time.monotonic()
+        await asyncio.sleep(7.0)  # processing one batch takes 7 s, past max_poll_interval_ms=4000
+        try:
+            await slow.consumer.commit()
+            outcome: Any = "ok"
+        except Errors.KafkaError as exc:
+            outcome = exc
+        keeper_had_all = keeper.consumer.assignment() == partitions
+        resumed = time.monotonic()
+        slow.resume()
+        try:
+            await wait_consumers_settled([slow.consumer, keeper.consumer], partitions, 60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the slow member's getmany() raised {slow.poll_errors[:3]!r}") from None
+        settled = time.monotonic()
+        await asyncio.sleep(5.0)  # polling normally: no more rounds
+        rounds = [t - began for t in slow.listener.rounds if t >= began]
+        calls = list(slow.listener.calls)  # before stop() revokes
+        return before, outcome, keeper_had_all, calls, rounds, resumed - began, settled - began
+    finally:
+        await asyncio.gather(slow.stop(), keeper.stop(), return_exceptions=True)
+
+
+def test_long_processing_leaves_once_loses_its_partitions_and_rejoins_once(bootstrap_servers, group_id,
+                                                                           topic_factory, caplog):
+    topic = topic_factory(PARTITIONS)
+    with caplog.at_level("INFO"):
+        before, outcome, keeper_had_all, calls, rounds, resumed, settled = asyncio.run(
+            _long_processing(bootstrap_servers, group_id, topic))
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelname == "WARNING" and r.name.startswith("kassign") and "max_poll_interval_ms" in r.getMessage()]
+    print(f"\nclassic: the slow member resumed after {resumed:.1f} s, rounds it started after that at "
+          f"{[round(t, 2) for t in rounds]} s, settled at {settled:.1f} s")
+    assert len(warnings) == 1 and "max_poll_interval_ms=4000" in warnings[0], warnings
+    assert keeper_had_all, "the keeper did not take the slow member's partitions"
+    assert isinstance(outcome, Errors.CommitFailedError) and "max_poll_interval_ms=4000 exceeded" in str(outcome), outcome
+    assert ("lost", before) in calls and not any(kind == "revoked" and parts & before for kind, parts in calls), calls
+    # It rejoined on its next getmany() (not before), in at most a join and its cooperative follow-up.
+    assert rounds and all(t >= resumed for t in rounds) and len(rounds) <= 2, rounds
