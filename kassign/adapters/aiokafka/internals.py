@@ -3,8 +3,8 @@
 kassign's coordinators are subclasses of aiokafka's ``GroupCoordinator`` and override its protected
 hooks -- the classic protocol's (:mod:`kassign.adapters.aiokafka.coordinator`): ``_on_join_prepare``,
 ``_perform_assignment``, ``_on_join_complete``, ``_do_rejoin_group``, ``_maybe_leave_group``,
-``_do_heartbeat``, ``_send_req``, ``_do_commit_offsets``, ``_get_metadata_snapshot`` (compared by
-aiokafka's metadata listener), ``reset_generation`` (called right after the response that caused it)
+``_do_heartbeat``, ``_stop_heartbeat_task``, ``_send_req``, ``_do_commit_offsets``, ``commit_offsets``,
+``_get_metadata_snapshot`` (compared by aiokafka's metadata listener), ``reset_generation`` (called right after the response that caused it)
 and ``CoordinatorGroupRebalance._send_sync_group_request``; KIP-848's
 (:mod:`kassign.adapters.aiokafka.consumer_group_coordinator`): ``_coordination_routine``,
 ``_maybe_leave_group``, ``_do_commit_offsets``, ``_on_metadata_change``, reusing its coordinator
