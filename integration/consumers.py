@@ -33,6 +33,16 @@ class ListenerCallsWithLost(ListenerCalls):
         self.calls.append(("lost", set(lost)))
 
 
+async def wait_until(condition: Any, timeout: float, what: str, *, every: float = 0.05) -> None:
+    """Return once ``condition()`` holds (checked every ``every`` seconds); AssertionError naming
+    ``what`` after ``timeout`` seconds."""
+    began = time.monotonic()
+    while not condition():
+        if time.monotonic() - began > timeout:
+            raise AssertionError(f"{what}: not within {timeout:g} s")
+        await asyncio.sleep(every)
+
+
 async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, timeout: float = 40.0,
                                  stable_for: float = 1.0) -> list[set]:
     """Wait until ``partitions`` have exactly one owner among ``consumers``, every consumer owns

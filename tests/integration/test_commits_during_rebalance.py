@@ -27,7 +27,7 @@ import aiokafka.errors as Errors  # noqa: E402
 from aiokafka import AIOKafkaProducer  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
-from integration.consumers import ListenerCallsWithLost, wait_consumers_settled  # noqa: E402
+from integration.consumers import ListenerCallsWithLost, wait_consumers_settled, wait_until  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(240)]
@@ -95,15 +95,6 @@ async def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
         await producer.stop()
 
 
-async def _wait_for(condition, timeout: float, what: str) -> float:
-    began = time.monotonic()
-    while not condition():
-        if time.monotonic() - began > timeout:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.005)
-    return time.monotonic()
-
-
 async def _committed(consumer: CooperativeConsumer, partitions) -> dict[TP, int | None]:
     return {tp: await consumer.committed(tp) for tp in sorted(partitions)}
 
@@ -121,11 +112,11 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
     joining = None
     try:
         before_a, _ = await wait_consumers_settled([a.consumer, d.consumer], partitions, 60)
-        await _wait_for(lambda: set(a.positions()) == before_a, 30, "A reads every partition it owns")
+        await wait_until(lambda: set(a.positions()) == before_a, 30, "A reads every partition it owns", every=0.005)
         consumed = await a.pause()
         joining = asyncio.create_task(b.start())
         coordinator = a.consumer._coordinator
-        await _wait_for(lambda: coordinator._join_in_flight, 20, "A rejoins for B")
+        await wait_until(lambda: coordinator._join_in_flight, 20, "A rejoins for B", every=0.005)
         began = time.monotonic()
         try:
             if explicit:
@@ -183,7 +174,8 @@ async def _zombie(bootstrap: str, group_id: str, topic: str):
         consumed = await zombie.pause()
         # Frozen: no heartbeats and no polls, past the session timeout; the keeper takes everything.
         await zombie.consumer._coordinator._stop_heartbeat_task()
-        await _wait_for(lambda: keeper.consumer.assignment() == partitions, 30, "the keeper owns every partition")
+        await wait_until(lambda: keeper.consumer.assignment() == partitions, 30, "the keeper owns every partition",
+                         every=0.005)
         try:
             await zombie.consumer.commit()
             outcome: Any = "ok"

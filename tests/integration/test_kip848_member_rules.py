@@ -27,7 +27,7 @@ pytest.importorskip("aiokafka")
 from aiokafka.errors import KafkaError  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
-from integration.consumers import ListenerCallsWithLost  # noqa: E402
+from integration.consumers import ListenerCallsWithLost, wait_until  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.membership.consumer_group import LEAVE_EPOCH, ConsumerGroupMember, MemberState  # noqa: E402
@@ -60,16 +60,6 @@ async def _polled(consumer: CooperativeConsumer):
         await consumer.stop()
 
 
-async def _wait(condition, timeout: float, what: str) -> float:
-    """Seconds until ``condition()`` held (checked every 50 ms); AssertionError after ``timeout``."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        await asyncio.sleep(0.05)
-    return time.monotonic() - started
-
-
 @pytest.mark.consumer_protocol
 def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers, group_id, topic_factory):
     """m1 (regex ``prefix-.*``) owns x. Topic y is created: the broker assigns y to m1 too, but m1's
@@ -86,10 +76,10 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
         m1.subscribe(pattern=f"{prefix}-.*", listener=ListenerCallsWithLost())
         async with _polled(m1):
             member = m1._coordinator.member
-            await _wait(lambda: m1.assignment() == {TP(x, 0), TP(x, 1)}, 30, "m1 owning x")
+            await wait_until(lambda: m1.assignment() == {TP(x, 0), TP(x, 1)}, 30, "m1 owning x")
             y = topic_factory(2, f"{prefix}-y")
             # The broker resolves regexes again at most every few seconds: wait for y in m1's target.
-            await _wait(lambda: member.target is not None and len(member.target) == 4, 60, "y in m1's target")
+            await wait_until(lambda: member.target is not None and len(member.target) == 4, 60, "y in m1's target")
             assert m1.assignment() == {TP(x, 0), TP(x, 1)}, "m1 named y: the scenario needs it unnameable"
             m2 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
                                      group_protocol="consumer")
@@ -97,8 +87,8 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
             joined = time.monotonic()
             async with _polled(m2):
                 try:
-                    await _wait(lambda: m2.assignment() == {TP(y, 0), TP(y, 1)},
-                                REBALANCE_TIMEOUT_MS / 1000 + 15, "m2 owning y")
+                    await wait_until(lambda: m2.assignment() == {TP(y, 0), TP(y, 1)},
+                                     REBALANCE_TIMEOUT_MS / 1000 + 15, "m2 owning y")
                 finally:
                     unowned = time.monotonic() - joined
                 owned_by_m1 = m1.assignment()
@@ -125,7 +115,7 @@ def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bo
                                        group_protocol="consumer")
         consumer.subscribe([topic], listener=ListenerCallsWithLost())
         async with _polled(consumer):
-            await _wait(lambda: consumer.assignment() == {TP(topic, 0)}, 30, "owning the topic")
+            await wait_until(lambda: consumer.assignment() == {TP(topic, 0)}, 30, "owning the topic")
             member = ConsumerGroupMember(f"{group_id}-never-joined")
             member.subscribe([topic])
             member.leave()
