@@ -48,7 +48,7 @@ from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.commit_guard import CommitGuard
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
-from kassign.adapters.aiokafka.internals import close_started
+from kassign.adapters.aiokafka.internals import close_started, poll_waiting
 from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks
 from kassign.membership.consumer_group import (
     ERROR_NAMES,
@@ -362,9 +362,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     def _report(self, error: Errors.KafkaError) -> None:
         """Raise ``error`` once: to a getone()/getmany() waiting now, else from the next call."""
         subscription = self._subscription
-        waiting = [w for w in (*getattr(subscription, "_assignment_waiters", ()),
-                               *getattr(subscription, "_fetch_waiters", ())) if not w.done()]
-        if waiting:
+        if poll_waiting(subscription):
             subscription.abort_waiters(error)
         elif self._reported_error is None:
             self._reported_error = error

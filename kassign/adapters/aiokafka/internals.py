@@ -40,6 +40,7 @@ __all__ = [
     "wait_for_metadata",
     "close_started",
     "group_id_of",
+    "poll_waiting",
 ]
 
 #: The aiokafka releases whose internals this module was written against: [low, high).
@@ -139,3 +140,10 @@ def close_started(coordinator: Any) -> bool:
 def group_id_of(consumer: Any) -> str | None:
     """The consumer's ``group_id`` (None without one, or for an object that is not an aiokafka consumer)."""
     return getattr(consumer, "_group_id", None)
+
+
+def poll_waiting(subscription_state: Any) -> bool:
+    """Whether a ``getone()``/``getmany()`` is waiting right now on ``subscription_state`` (for an
+    assignment or for records): ``abort_waiters`` would reach it."""
+    waiters = (*subscription_state._assignment_waiters, *subscription_state._fetch_waiters)
+    return any(not waiter.done() for waiter in waiters)
