@@ -345,10 +345,10 @@ class ConsumerGroupMember:
         # next one, and the member acknowledges each -- even a target equal to what it owns, which the
         # broker may still be waiting for (it grew and shrank back before the member reconciled it).
         self._target_epoch = 0  # never reset: an old acknowledgement can never pass for a new one
-        self._current_epoch = -1  # the target epoch the owned partitions were reconciled (or acknowledged) for
-        # Whether an assignment was reconciled since joining: the first one always is, even when empty,
-        # so the application hears on_partitions_assigned once it is in the group (as in Java).
-        self._reconciled_once = False
+        # The target epoch the owned partitions were reconciled (or acknowledged) for; -1 until an
+        # assignment is reconciled after joining: the first one always is, even when empty, so the
+        # application hears on_partitions_assigned once it is in the group (as in Java).
+        self._current_epoch = -1
         self._names: dict[uuid.UUID, str] = {}  # names of owned topics, kept even if metadata loses them
         self._reconciling: Reconciliation | None = None
         self._unresolved: frozenset[uuid.UUID] = frozenset()
@@ -433,7 +433,7 @@ class ConsumerGroupMember:
         self.member_epoch = JOIN_EPOCH
         self._target = None
         self._reconciling = None
-        self._reconciled_once = False
+        self._current_epoch = -1
         self._unresolved = frozenset()
         self._sent = _Sent()  # a join carries every field
         self._failures, self._retry_in_ms = 0, None
@@ -630,7 +630,6 @@ class ConsumerGroupMember:
     def _clear_assignment(self) -> None:
         self._current = frozenset()
         self._current_epoch = -1
-        self._reconciled_once = False
         self._names = {}
         self._target = None
         self._reconciling = None
@@ -643,9 +642,14 @@ class ConsumerGroupMember:
 
     # -- reconciliation ----------------------------------------------------------------------
 
+    @property
+    def _reconciled_once(self) -> bool:
+        """Whether an assignment was reconciled since joining."""
+        return self._current_epoch >= 0
+
     def _target_reconciled(self) -> bool:
-        return self._target is None or (self._reconciled_once and self._target == self._current
-                                        and self._current_epoch == self._target_epoch)
+        # A target's epoch is at least 1, so an equal current epoch means it was reconciled since joining.
+        return self._target is None or (self._target == self._current and self._current_epoch == self._target_epoch)
 
     def maybe_reconcile(self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]) -> Reconciliation | None:
         """The next step towards the target assignment, or None (nothing to do, one in progress, or
@@ -710,7 +714,6 @@ class ConsumerGroupMember:
             return False
         self._current = rec.assigned_ids
         self._current_epoch = rec.target_epoch
-        self._reconciled_once = True
         self._names = dict(rec.names)
         self._reconciling = None
         self.state = MemberState.ACKNOWLEDGING
