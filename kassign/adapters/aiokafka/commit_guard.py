@@ -158,8 +158,12 @@ class CommitGuard:
         max_poll_interval_ms, fenced, session expired) and not yet back: what it consumed is no longer
         its own to commit (Java's commitSync outside an active group)."""
         if self._out_of_group():
-            raise commit_failed(f"group {self.group_id}: commit cannot be completed: "  # type: ignore[attr-defined]
-                                f"{self._membership_lost_cause()}; its partitions may belong to another member now")
+            raise self._membership_lost_error()
+
+    def _membership_lost_error(self) -> Errors.CommitFailedError:
+        """The CommitFailedError of a commit refused because the membership it was issued under ended."""
+        return commit_failed(f"group {self.group_id}: commit cannot be completed: "  # type: ignore[attr-defined]
+                             f"{self._membership_lost_cause()}; its partitions may belong to another member now")
 
     def _out_of_group(self) -> bool:
         return False

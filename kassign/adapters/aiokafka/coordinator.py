@@ -594,9 +594,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         _, sent_rounds = sent_under
         if (isinstance(exc, Errors.UnknownMemberIdError) or self._resets != issued_after
                 or issued_generation == _NO_GENERATION):
-            raise commit_failed(
-                f"group {self.group_id}: commit cannot be completed: {self._membership_lost_cause()}; "
-                "its partitions may belong to another member now") from exc
+            raise self._membership_lost_error() from exc
         if self.closing or asyncio.current_task() is getattr(self, "_coordination_task", None):
             # Closing, or called from a rebalance listener, whose round cannot complete while it waits.
             raise rebalance_in_progress(
@@ -626,9 +624,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         deadline = rebalance_met_at + self._rebalance_timeout_ms / 1000
         while self._rounds_completed <= sent_rounds or self._joining:
             if self._resets != issued_after:
-                raise commit_failed(
-                    f"group {self.group_id}: commit cannot be completed: {self._membership_lost_cause()}; "
-                    "its partitions may belong to another member now") from exc
+                raise self._membership_lost_error() from exc
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.closing:
                 raise rebalance_in_progress(
