@@ -1,4 +1,6 @@
-"""Sphinx configuration: the API reference is generated from kassign's docstrings, offline."""
+"""Sphinx configuration: the documentation site (Markdown pages through myst-parser) and the API
+reference generated from kassign's docstrings, built offline with warnings as errors
+(tests/docs/test_docs_build.py)."""
 
 import os
 import sys
@@ -8,10 +10,14 @@ sys.path.insert(0, os.path.abspath(".."))
 project = "kassign"
 author = "kassign developers"
 release = "0.1.0"
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# Links to a section of another page: [text](brokers.md#which-broker-a-test-run-uses)
+myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 # Optional client libraries may be absent where the docs are built.
 autodoc_mock_imports = ["aiokafka", "confluent_kafka", "pyspark", "prometheus_client", "opentelemetry"]
 html_theme = "alabaster"
+html_title = "kassign"
 exclude_patterns = ["_build"]
