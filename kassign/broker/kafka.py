@@ -24,6 +24,8 @@ from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.jvm import find_java
 from kassign.broker.maven import cached_jars, resolve_jars
 from kassign.broker.probe import free_port, port_in_use
+from kassign.broker.security import SecurityPlan, plan_security
+from kassign.broker.versions import kafka_version
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "TEST_SETTINGS", "KafkaPlan", "NodePlan", "kafka_jars", "kafka_jars_cached",
            "plan_kafka_cluster", "replicated_settings", "settings_help"]
@@ -148,6 +150,8 @@ class NodePlan:
     log: str
     format_argv: list[str]
     argv: list[str]
+    #: the mutual-TLS listener between brokers of a secured cluster (None: plaintext, one listener)
+    internal_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -157,10 +161,16 @@ class KafkaPlan:
     version: str
     workdir: str
     nodes: list[NodePlan] = field(default_factory=list)
+    security: SecurityPlan | None = None
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    @property
+    def probe_bootstrap(self) -> str:
+        """Where a plaintext (or, secured, mutual-TLS) Metadata probe reaches the cluster."""
+        return ",".join(f"127.0.0.1:{n.internal_port or n.port}" for n in self.nodes)
 
 
 def _cluster_id() -> str:
@@ -182,13 +192,17 @@ def _check_racks(brokers: int, racks: tuple[str, ...], controllers: int = 1) -> 
 
 def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
                        racks: tuple[str, ...] = (), port: int | None = None, controllers: int = 1,
-                       settings: Mapping[str, str] | None = None) -> KafkaPlan:
+                       settings: Mapping[str, str] | None = None, security: str = "plaintext",
+                       users: Mapping[str, str | None] | None = None) -> KafkaPlan:
     """Resolve the jars, check Java and the ports, and write every node's configuration into ``workdir``.
 
     ``controllers``: how many nodes (the first ones) are also KRaft controllers; ``settings``: broker
-    settings added to (or replacing) :data:`TEST_SETTINGS`, e.g. :func:`replicated_settings`.
+    settings added to (or replacing) :data:`TEST_SETTINGS`, e.g. :func:`replicated_settings`;
+    ``security``: a mode of :mod:`kassign.broker.security` (``users``: its users besides ``admin``).
     """
+    version = kafka_version(version)
     _check_racks(brokers, racks, controllers)
+    secured = plan_security(security, version, workdir / "tls", users)
     java = find_java(17 if _major(version) >= 4 else 11, purpose=f"Apache Kafka {version}")
     classpath = os.pathsep.join(str(j) for j in kafka_jars(version))
     if port is not None and port_in_use(port):
@@ -198,11 +212,19 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         candidate = free_port()
         if candidate not in client_ports:
             client_ports.append(candidate)
-    controller_ports: list[int] = []
-    while len(controller_ports) < controllers:
-        candidate = free_port()
-        if candidate not in client_ports and candidate not in controller_ports:
-            controller_ports.append(candidate)
+    taken = set(client_ports)
+
+    def more_ports(count: int) -> list[int]:
+        ports: list[int] = []
+        while len(ports) < count:
+            candidate = free_port()
+            if candidate not in taken:
+                taken.add(candidate)
+                ports.append(candidate)
+        return ports
+
+    controller_ports = more_ports(controllers)
+    internal_ports: list[int | None] = list(more_ports(brokers)) if secured else [None] * brokers
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(controller_ports))
     cluster_id = _cluster_id()
     nodes = []
@@ -213,7 +235,7 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         rack = racks[index % len(racks)] if racks else None
         props = _node_properties(node_id, client_port, voters, node_dir / "data", rack,
                                  controller_port=controller_ports[index] if index < controllers else None,
-                                 settings=settings or {})
+                                 settings=settings or {}, internal_port=internal_ports[index], security=secured)
         props_path = node_dir / "server.properties"
         props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log_path = node_dir / "server.log"
@@ -225,26 +247,38 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         nodes.append(NodePlan(
             node_id=node_id, rack=rack, port=client_port, log=str(log_path),
             format_argv=[*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id,
-                         "-c", str(props_path)],
+                         "-c", str(props_path), *(secured.format_args if secured else [])],
             argv=[*jvm, "kafka.Kafka", str(props_path)],
+            internal_port=internal_ports[index],
         ))
-    return KafkaPlan(version=version, workdir=str(workdir), nodes=nodes)
+    return KafkaPlan(version=version, workdir=str(workdir), nodes=nodes, security=secured)
+
+
+def _listener_properties(client_port: int, controller_port: int | None, internal_port: int | None,
+                         security: SecurityPlan | None) -> dict[str, str]:
+    """Plaintext: one PLAINTEXT listener (and CONTROLLER). Secured: CLIENT in the mode's protocol,
+    INTERNAL and CONTROLLER in mutual TLS (see :mod:`kassign.broker.security`)."""
+    controller = f",CONTROLLER://127.0.0.1:{controller_port}" if controller_port is not None else ""
+    if security is None:
+        return {"listeners": f"PLAINTEXT://127.0.0.1:{client_port}{controller}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "inter.broker.listener.name": "PLAINTEXT"}
+    own = f"CLIENT://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{internal_port}"
+    return {"listeners": own + controller, "advertised.listeners": own,
+            "listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:SSL,CLIENT:{security.client.security_protocol}",
+            "inter.broker.listener.name": "INTERNAL", **security.properties}
 
 
 def _node_properties(node_id: int, client_port: int, voters: str, data: Path, rack: str | None, *,
-                     controller_port: int | None, settings: Mapping[str, str]) -> dict[str, str]:
-    listeners = f"PLAINTEXT://127.0.0.1:{client_port}"
-    if controller_port is not None:
-        listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
+                     controller_port: int | None, settings: Mapping[str, str], internal_port: int | None = None,
+                     security: SecurityPlan | None = None) -> dict[str, str]:
     props = {
         "process.roles": "broker,controller" if controller_port is not None else "broker",
         "node.id": str(node_id),
         "controller.quorum.voters": voters,
-        "listeners": listeners,
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
+        **_listener_properties(client_port, controller_port, internal_port, security),
         "log.dirs": str(data),
     }
     if rack:

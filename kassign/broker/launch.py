@@ -35,6 +35,7 @@ from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, plan_kafka_cluster
 from kassign.broker.nodes import NodeControl
 from kassign.broker.probe import find_coordinator, free_port, port_in_use, probe_metadata, split_bootstrap
+from kassign.broker.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class BrokerInfo:
     brokers: int = 1
     racks: tuple[str, ...] = ()
     startup_s: float | None = None
+    #: how clients authenticate to a secured cluster (None: plaintext); see :mod:`kassign.broker.security`
+    security: ClientSecurity | None = None
     #: the supervisor's command pipe of a cluster this process owns (None for any other broker)
     control: NodeControl | None = field(default=None, compare=False, repr=False)
 
@@ -76,9 +79,21 @@ class BrokerInfo:
             extra.append("racks " + ",".join(self.racks))
         if self.startup_s is not None:
             extra.append(f"started in {self.startup_s:.1f} s")
+        if self.security is not None:
+            extra.append(self.security.security_protocol)
         if self.detail:
             extra.append(self.detail)
         return " ".join(parts) + (f" ({', '.join(extra)})" if extra else "")
+
+    def client_settings(self, user: str | None = None, **overrides: Any) -> dict[str, Any]:
+        """aiokafka keyword arguments (``security_protocol``, ``sasl_*``, ``ssl_context``) that reach this
+        broker as ``user`` (default: the super user ``admin``); ``{}`` for a plaintext broker. Use as
+        ``CooperativeConsumer(bootstrap_servers=info.bootstrap, **info.client_settings())``."""
+        if self.security is None:
+            if user is not None:
+                raise BrokerUnavailable(f"the broker at {self.bootstrap} is plaintext: it has no user {user!r}")
+            return {}
+        return self.security.aiokafka_settings(user, **overrides)
 
     def _control(self) -> NodeControl:
         if self.control is None:
@@ -138,14 +153,18 @@ def _tansu_version() -> str:
 
 
 def _kafka_plan(workdir: Path, version: str, brokers: int, racks: tuple[str, ...], port: int | None,
-                startup_timeout: float, controllers: int = 1, settings: Mapping[str, str] | None = None
-                ) -> dict[str, Any]:
+                startup_timeout: float, controllers: int = 1, settings: Mapping[str, str] | None = None,
+                security: str = "plaintext", users: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     plan = plan_kafka_cluster(workdir, version=version, brokers=brokers, racks=racks, port=port,
-                              controllers=controllers, settings=settings)
-    return {"workdir": str(workdir), "bootstrap": plan.bootstrap, "min_brokers": len(plan.nodes),
-            "startup_timeout": startup_timeout, "stop_grace": 5.0,
-            "nodes": [dataclasses.asdict(n) for n in plan.nodes],
-            "describe": {"kind": "kafka", "version": version, "brokers": brokers, "racks": list(racks)}}
+                              controllers=controllers, settings=settings, security=security, users=users)
+    describe: dict[str, Any] = {"kind": "kafka", "version": version, "brokers": brokers, "racks": list(racks)}
+    out = {"workdir": str(workdir), "bootstrap": plan.bootstrap, "min_brokers": len(plan.nodes),
+           "startup_timeout": startup_timeout, "stop_grace": 5.0,
+           "nodes": [dataclasses.asdict(n) for n in plan.nodes], "describe": describe}
+    if plan.security is not None:
+        describe["security"] = plan.security.client.to_json()
+        out["probe"] = {"bootstrap": plan.probe_bootstrap, "tls": plan.security.probe_tls}
+    return out
 
 
 def _spawn_supervisor(plan: dict[str, Any], *, detached: bool) -> tuple[subprocess.Popen, dict[str, Any]]:
@@ -186,15 +205,18 @@ def _close_owned(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 
 def _info(plan: dict[str, Any], report: dict[str, Any], control: NodeControl | None = None) -> BrokerInfo:
     d = plan["describe"]
+    security = ClientSecurity.from_json(d["security"]) if d.get("security") else None
     return BrokerInfo(kind=d["kind"], bootstrap=report["bootstrap"], version=d.get("version", ""),
                       brokers=d.get("brokers", 1), racks=tuple(d.get("racks", ())), startup_s=report.get("startup_s"),
-                      detail=f"supervisor pid {report.get('supervisor_pid')}", control=control)
+                      detail=f"supervisor pid {report.get('supervisor_pid')}", security=security, control=control)
 
 
 def _node_ports(plan: dict[str, Any]) -> dict[int, int]:
-    """Node id -> client port (a Tansu plan names no port: its one node listens on the bootstrap)."""
+    """Node id -> the port a probe asks (a secured node's INTERNAL one; a Tansu plan names no port: its
+    one node listens on the bootstrap)."""
     addresses = split_bootstrap(plan["bootstrap"])
-    return {int(n["node_id"]): int(n.get("port") or addresses[i][1]) for i, n in enumerate(plan["nodes"])}
+    return {int(n["node_id"]): int(n.get("internal_port") or n.get("port") or addresses[i][1])
+            for i, n in enumerate(plan["nodes"])}
 
 
 def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
@@ -211,7 +233,7 @@ def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
 def _owned(make_plan) -> Iterator[BrokerInfo]:
     _workdir, plan = _planned(make_plan)
     proc, report = _spawn_supervisor(plan, detached=False)
-    info = _info(plan, report, NodeControl(proc, _node_ports(plan)))
+    info = _info(plan, report, NodeControl(proc, _node_ports(plan), tls=(plan.get("probe") or {}).get("tls")))
     log.info("broker up: %s", info.describe())
     try:
         yield info
@@ -222,17 +244,20 @@ def _owned(make_plan) -> Iterator[BrokerInfo]:
 
 def start_kafka(*, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1, racks: tuple[str, ...] = (),
                 port: int | None = None, startup_timeout: float = 90.0, controllers: int = 1,
-                settings: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
+                settings: Mapping[str, str] | None = None, security: str = "plaintext",
+                users: Mapping[str, str | None] | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
     """Run Apache Kafka ``version`` (KRaft, from Maven Central's jars) on 127.0.0.1 for the ``with`` block.
 
     ``controllers``: how many of the nodes are also KRaft controllers; ``settings``: broker settings on
     top of the test settings (a cluster that survives a node's loss: three controllers and
-    :func:`kassign.broker.kafka.replicated_settings`). Raises :class:`BrokerUnavailable` (one line
-    saying what to do) when Java, the jars or the port are missing, or the cluster does not answer
-    within ``startup_timeout`` seconds.
+    :func:`kassign.broker.kafka.replicated_settings`); ``security``: ``plaintext``, ``sasl-scram``,
+    ``sasl-ssl`` or ``ssl`` (:mod:`kassign.broker.security`), with ``users`` (name -> password, None
+    for a generated one) besides the super user ``admin``; :meth:`BrokerInfo.client_settings` gives the
+    client side. Raises :class:`BrokerUnavailable` (one line saying what to do) when Java, the jars or
+    the port are missing, or the cluster does not answer within ``startup_timeout`` seconds.
     """
     return _owned(lambda workdir: _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout,
-                                              controllers, settings))
+                                              controllers, settings, security, users))
 
 
 def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
@@ -241,10 +266,12 @@ def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager
 
 
 def start_detached(*, tansu: bool = False, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
-                   racks: tuple[str, ...] = (), port: int | None = None, startup_timeout: float = 90.0) -> BrokerInfo:
+                   racks: tuple[str, ...] = (), port: int | None = None, startup_timeout: float = 90.0,
+                   security: str = "plaintext", users: Mapping[str, str | None] | None = None) -> BrokerInfo:
     """Start a broker that keeps running after this process exits, until :func:`stop_detached`."""
     _workdir, plan = _planned(lambda workdir: _tansu_plan(workdir, port) if tansu else
-                              _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout))
+                              _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout,
+                                          security=security, users=users))
     first_port = split_bootstrap(plan["bootstrap"])[0][1]
     plan["state_file"] = str(run_dir() / f"broker-{first_port}.json")
     _proc, report = _spawn_supervisor(plan, detached=True)
@@ -286,9 +313,10 @@ def detached_brokers() -> list[dict[str, Any]]:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             continue
-        host, port = split_bootstrap(state["bootstrap"])[0]
+        probe = state.get("probe") or {}  # a secured cluster answers a probe on its INTERNAL listener
+        host, port = split_bootstrap(probe.get("bootstrap", state["bootstrap"]))[0]
         try:
-            state["answering"] = probe_metadata(host, port, timeout=2.0) > 0
+            state["answering"] = probe_metadata(host, port, timeout=2.0, tls=probe.get("tls")) > 0
         except (OSError, ConnectionError):
             state["answering"] = False
         state["rss_mb"] = sum(_rss_mb(pid) or 0.0 for pid in state.get("pids", []))

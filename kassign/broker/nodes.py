@@ -26,9 +26,10 @@ __all__ = ["NodeControl"]
 class NodeControl:
     """The owner's side of a supervisor's command pipe: ``ports`` maps node id -> client port."""
 
-    def __init__(self, proc: subprocess.Popen, ports: Mapping[int, int]) -> None:
+    def __init__(self, proc: subprocess.Popen, ports: Mapping[int, int], tls: Mapping[str, str] | None = None) -> None:
         self._proc = proc
         self._ports = dict(ports)
+        self._tls = dict(tls) if tls else None  # a secured cluster's probe files (its INTERNAL listener)
         self._lock = threading.Lock()  # one command and its answer at a time
 
     @property
@@ -74,7 +75,7 @@ class NodeControl:
         last = "no answer yet"
         while time.monotonic() < deadline:
             try:
-                seen = probe_metadata("127.0.0.1", port, timeout=2.0)
+                seen = probe_metadata("127.0.0.1", port, timeout=2.0, tls=self._tls)
                 if seen >= everyone:
                     took = time.monotonic() - began
                     log.info("node %s is back after %.1f s", node_id, took)

@@ -4,6 +4,7 @@ wire, before (and without) any client library."""
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from kassign.broker.errors import BrokerUnavailable
 
 __all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "find_coordinator", "free_port", "port_in_use",
-           "api_versions", "consumer_group_protocol_missing", "CONSUMER_GROUP_HEARTBEAT"]
+           "api_versions", "consumer_group_protocol_missing", "CONSUMER_GROUP_HEARTBEAT", "tls_context"]
 
 #: The API key of ConsumerGroupHeartbeat (KIP-848): a broker that lists it speaks the consumer group protocol.
 CONSUMER_GROUP_HEARTBEAT = 68
@@ -74,9 +75,20 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return buf
 
 
-def _exchange(host: str, port: int, request: bytes, correlation_id: int, timeout: float) -> bytes:
-    """Send one request; returns the response body after its correlation id."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+def tls_context(tls: dict[str, str]) -> ssl.SSLContext:
+    """A client TLS context from ``{"ca": ..., "cert": ..., "key": ...}`` (PEM files; cert and key optional)."""
+    context = ssl.create_default_context(cafile=tls["ca"])
+    if tls.get("cert"):
+        context.load_cert_chain(tls["cert"], tls.get("key"))
+    return context
+
+
+def _exchange(host: str, port: int, request: bytes, correlation_id: int, timeout: float,
+              tls: dict[str, str] | None = None) -> bytes:
+    """Send one request (over TLS when ``tls`` names the files, see :func:`tls_context`); returns the
+    response body after its correlation id."""
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        sock = tls_context(tls).wrap_socket(raw, server_hostname=host) if tls else raw
         sock.settimeout(timeout)
         sock.sendall(request)
         (size,) = struct.unpack(">i", _recv_exact(sock, 4))
@@ -174,15 +186,17 @@ def consumer_group_protocol_missing(bootstrap: str, timeout: float = 5.0) -> str
             f"(API key {CONSUMER_GROUP_HEARTBEAT}); it needs Apache Kafka 4.0+")
 
 
-def probe_metadata(host: str, port: int, timeout: float) -> int:
-    """Send one Metadata request; returns the number of brokers in the answer."""
-    _throttle_ms, n_brokers = struct.unpack(">ii", _exchange(host, port, _metadata_request(7), 7, timeout)[:8])
+def probe_metadata(host: str, port: int, timeout: float, tls: dict[str, str] | None = None) -> int:
+    """Send one Metadata request (over TLS with ``tls``); returns the number of brokers in the answer."""
+    _throttle_ms, n_brokers = struct.unpack(">ii", _exchange(host, port, _metadata_request(7), 7, timeout, tls)[:8])
     return n_brokers
 
 
 def wait_for_broker(bootstrap: str, timeout: float = 30.0, *, process: subprocess.Popen | None = None,
-                    min_brokers: int = 1, alive: Callable[[], str | None] | None = None) -> None:
-    """Block until some bootstrap address answers Metadata listing at least ``min_brokers`` brokers.
+                    min_brokers: int = 1, alive: Callable[[], str | None] | None = None,
+                    tls: dict[str, str] | None = None) -> None:
+    """Block until some bootstrap address answers Metadata listing at least ``min_brokers`` brokers
+    (asked over mutual TLS when ``tls`` names the CA, certificate and key files).
 
     Raises :class:`BrokerUnavailable` after ``timeout`` seconds, or at once when ``process`` has exited
     or ``alive()`` returns a reason the broker is gone.
@@ -198,7 +212,7 @@ def wait_for_broker(bootstrap: str, timeout: float = 30.0, *, process: subproces
             raise BrokerUnavailable(gone)
         for host, port in addrs:
             try:
-                seen = probe_metadata(host, port, timeout=2.0)
+                seen = probe_metadata(host, port, timeout=2.0, tls=tls)
                 if seen >= min_brokers:
                     return
                 last_error = ConnectionError(f"{host}:{port} lists {seen} of {min_brokers} brokers")

@@ -111,8 +111,10 @@ class Supervisor:
             self.procs.append(self._spawn(node["argv"], node["log"]))
         timeout = float(self.plan.get("startup_timeout", 90))
         try:
-            wait_for_broker(self.plan["bootstrap"], timeout, min_brokers=int(self.plan.get("min_brokers", 1)),
-                            alive=self._gone)
+            # A secured cluster is asked on its mutual-TLS INTERNAL listener (the plan's "probe").
+            probe = self.plan.get("probe") or {}
+            wait_for_broker(probe.get("bootstrap", self.plan["bootstrap"]), timeout,
+                            min_brokers=int(self.plan.get("min_brokers", 1)), alive=self._gone, tls=probe.get("tls"))
         except BrokerUnavailable as exc:
             if "within" in str(exc):
                 tail = log_tail(self.plan["nodes"][0]["log"]) or log_tail(self.plan["nodes"][0]["log"] + ".out")
@@ -246,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     state = plan.get("state_file")
     if state:
         Path(state).write_text(json.dumps({**plan.get("describe", {}), **report, "workdir": plan["workdir"],
+                                           "probe": plan.get("probe"),
                                            "logs": [n["log"] for n in plan["nodes"]]}))
+        Path(state).chmod(0o600)  # a secured cluster's state names its users' passwords
     _report(report)
     if plan.get("detached"):
         # Nobody reads on: an open stdout would hold a starter's output capture open. An owner
