@@ -4,7 +4,8 @@ Each sequence (see :mod:`integration.churn`) runs 2-8 kassign cooperative aiokaf
 with one librdkafka and one Java member, through joins, clean leaves, SIGKILL crashes, restarts under
 the same and new names and subscription changes, under steady keyed load, and checks its timeline:
 no partition-second owned twice, every partition owned once settled, nothing lost, duplicates only
-where an owner crashed, lost its partitions or failed to commit. A sequence whose group stops
+where an owner crashed, lost its partitions or failed to commit, and no kassign member's commit of a
+partition it kept failed (issue 27). A sequence whose group stops
 converging (*stalled*) ends early and counts as failed; its timeline is still checked for double
 ownership and duplicates. Run it alone on the broker (Apache Kafka by default, see
 :func:`kassign.broker.open_broker`)::
@@ -68,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.sequences))
     totals = dict(sequences=0, failed=0, stalled=0, steps=0, generations=0, records=0, double_owned_ps=0.0, unowned_ps=0.0,
                   duplicates=0, unexcused=0, lost=0, failovers=0, failovers_mid=0, zombies=0, late_rejected=0,
-                  slow=0, slow_rebalance=0, slow_expelled=0, zombie_ps=0.0, hung=0)
+                  slow=0, slow_rebalance=0, slow_expelled=0, zombie_ps=0.0, hung=0, kept_commit_failures=0)
     faulty = PROFILES[args.profile].faulty
     began = time.monotonic()
     with _cluster(faulty) as broker:
@@ -96,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             totals["duplicates"] += result.duplicates
             totals["unexcused"] += sum(result.unexcused_duplicates.values())
             totals["lost"] += sum(len(v) for v in result.lost.values())
+            totals["kept_commit_failures"] += len(result.failed_kept_commits)
             f = result.faults
             for key, value in (("failovers", f.failovers), ("failovers_mid", f.failovers_mid_rebalance),
                                ("zombies", f.zombies), ("late_rejected", f.late_commits_rejected),
@@ -119,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  unowned p-s          {totals['unowned_ps']:.1f}")
     print(f"  duplicates           {totals['duplicates']} ({totals['unexcused']} unexcused)")
     print(f"  lost                 {totals['lost']} (not checked in stalled sequences)")
+    print(f"  kept commits failed  {totals['kept_commit_failures']} (kassign members' commits of partitions they kept)")
     if faulty:
         print(f"  coordinator failovers {totals['failovers']} ({totals['failovers_mid']} killed while the broker "
               "reported the group rebalancing)")

@@ -67,6 +67,10 @@ class GroupTiming:
     #: Work per non-empty poll batch, uniform in [lo, hi] ms (seeded by ``seed`` and the member id).
     process_ms: tuple[int, int] = (0, 0)
     seed: int = 0
+    #: aiokafka and Java members only: commit synchronously after every non-empty batch (after its
+    #: ``process_ms``) instead of in the background every ``progress_ms``, and report every commit
+    #: (``commit``/``commit_err`` with ``parts``, ``began``, ``lat``, ``why``).
+    commit_every_batch: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_ms < self.session_ms:
@@ -250,6 +254,10 @@ class GroupDriver:
             common += ["--process-ms", f"{t.process_ms[0]},{t.process_ms[1]}", "--seed", str(t.seed)]
         if instance_id:
             common += ["--instance-id", instance_id]
+        if t.commit_every_batch:
+            if kind not in ("aiokafka", "java"):
+                raise ValueError(f"commit_every_batch applies to aiokafka and java members only, not {kind!r}")
+            common.append("--commit-every-batch")
         if hold:
             common.append("--hold")
         if group_protocol is not None or remote_assignor is not None:

@@ -38,11 +38,15 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Usage: JavaMember --bootstrap B --group G --topics T1[,T2] --id M --strategy S[,S2]
  *        [--session-ms 1500] [--heartbeat-ms 250] [--max-poll-ms 30000] [--rack R] [--progress-ms 1000]
  *        [--process-ms MS|LO,HI] [--seed N] [--instance-id I] [--hold]
- *        [--group-protocol classic|consumer] [--remote-assignor uniform|range]
+ *        [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--commit-every-batch]
  * --process-ms: work per non-empty poll batch (uniform in LO..HI, seeded by --seed and the id);
  * --hold: print a "ready" event and subscribe only when a line "go" arrives on stdin.
  * --group-protocol consumer (kafka-clients 4.x): KIP-848's protocol; --strategy, --session-ms and
  * --heartbeat-ms are then not used (the broker assigns and sets both), --remote-assignor picks its assignor.
+ * --commit-every-batch: commitSync after every non-empty batch (after its processing) instead of
+ * commitAsync every --progress-ms, and report every commit as "commit" (or "commit_err" with "error")
+ * with "parts", "began" (unix seconds), "lat" (ms) and "why" (batch, revoke, close, background), as
+ * integration/members/aiokafka_member.py does.
  * Strategies: range, roundrobin, sticky, cooperative-sticky (or a fully qualified class name).
  */
 public class JavaMember {
@@ -54,6 +58,7 @@ public class JavaMember {
     private final AtomicBoolean stopping = new AtomicBoolean(false);
     private final CountDownLatch go = new CountDownLatch(1);
     private long processLoMs = 0, processHiMs = 0;
+    private boolean commitEveryBatch = false;
     private Random processRng = new Random(0);
     // Processed-but-unreported offset ranges and the next offset to commit, per partition.
     private final Map<TopicPartition, List<long[]>> pendingRanges = new HashMap<>();
@@ -149,6 +154,32 @@ public class JavaMember {
         return out;
     }
 
+    private static double now() {
+        Instant i = Instant.now();
+        return i.getEpochSecond() + i.getNano() / 1e9;
+    }
+
+    /** The fields every commit report carries: what was committed, when it was issued, how long it took, why. */
+    private static String commitFields(Collection<TopicPartition> committed, double began, String why) {
+        return "\"parts\":" + parts(committed) + ",\"began\":" + String.format("%.6f", began)
+                + ",\"lat\":" + String.format("%.3f", (now() - began) * 1000) + ",\"why\":" + quote(why);
+    }
+
+    /** commitSync, reported: a failure always (commit_err), a success with --commit-every-batch (commit). */
+    private void timedCommitSync(Map<TopicPartition, OffsetAndMetadata> offsets, String why) {
+        if (offsets.isEmpty()) return;
+        double began = now();
+        try {
+            consumer.commitSync(offsets);
+        } catch (RuntimeException e) {
+            if (e instanceof WakeupException) throw e;  // stdin closed: the poll loop's clean close
+            emit("commit_err", commitFields(offsets.keySet(), began, why) + ",\"error\":"
+                    + quote(e.getClass().getSimpleName()));
+            return;
+        }
+        if (commitEveryBatch) emit("commit", commitFields(offsets.keySet(), began, why));
+    }
+
     private void reportProgress() {
         List<String> items = new ArrayList<>();
         for (TopicPartition p : consumer.assignment()) {
@@ -166,13 +197,11 @@ public class JavaMember {
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             emit("cb_revoked", "\"parts\":" + parts(partitions) + ",\"gen\":" + generation());
             reportProcessed(partitions);
-            Map<TopicPartition, OffsetAndMetadata> offsets = commitable(partitions);
-            if (!offsets.isEmpty()) {
-                try {
-                    consumer.commitSync(offsets);
-                } catch (RuntimeException e) {
-                    emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
-                }
+            try {
+                timedCommitSync(commitable(partitions), "revoke");
+            } catch (WakeupException e) {
+                // stdin closed meanwhile: the partitions are given up uncommitted, as before
+                emit("commit_err", "\"parts\":" + parts(partitions) + ",\"error\":\"WakeupException\",\"why\":\"revoke\"");
             }
             partitions.forEach(processedUpTo::remove);
             emit("cb_revoked_done", "");
@@ -221,15 +250,24 @@ public class JavaMember {
                         Thread.currentThread().interrupt();
                     }
                 }
+                if (!records.isEmpty() && commitEveryBatch) {
+                    // what most applications do: commit the batch synchronously once it is processed
+                    reportProcessed(null);
+                    timedCommitSync(commitable(null), "batch");
+                }
                 if (System.currentTimeMillis() >= nextTick) {
                     nextTick += progressMs;
                     reportProgress();
-                    reportProcessed(null);
-                    Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
-                    if (!offsets.isEmpty()) {
-                        consumer.commitAsync(offsets, (o, e) -> {
-                            if (e != null) emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
-                        });
+                    if (!commitEveryBatch) {
+                        reportProcessed(null);
+                        Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
+                        if (!offsets.isEmpty()) {
+                            double began = now();
+                            consumer.commitAsync(offsets, (o, e) -> {
+                                if (e != null) emit("commit_err", commitFields(offsets.keySet(), began, "background")
+                                        + ",\"error\":" + quote(e.getClass().getSimpleName()));
+                            });
+                        }
                     }
                 }
             }
@@ -239,11 +277,10 @@ public class JavaMember {
         reportClientMetrics();
         emit("closing", "");
         reportProcessed(null);
-        Map<TopicPartition, OffsetAndMetadata> offsets = commitable(null);
         try {
-            if (!offsets.isEmpty()) consumer.commitSync(offsets);
-        } catch (RuntimeException e) {
-            emit("commit_err", "\"error\":" + quote(e.getClass().getSimpleName()));
+            timedCommitSync(commitable(null), "close");
+        } catch (WakeupException e) {
+            emit("commit_err", "\"error\":\"WakeupException\",\"why\":\"close\"");
         }
         consumer.close(Duration.ofSeconds(10));
         emit("closed", "");
@@ -293,6 +330,11 @@ public class JavaMember {
                 i -= 1;  // a flag without a value
                 continue;
             }
+            if (args[i].equals("--commit-every-batch")) {
+                opt.put("commit-every-batch", "true");
+                i -= 1;  // a flag without a value
+                continue;
+            }
             if (i + 1 >= args.length) throw new IllegalArgumentException("missing value of " + args[i]);
             opt.put(args[i].substring(2), args[i + 1]);
         }
@@ -329,6 +371,7 @@ public class JavaMember {
         String[] process = opt.getOrDefault("process-ms", "0").split(",");
         member.processLoMs = Long.parseLong(process[0].trim());
         member.processHiMs = process.length > 1 ? Long.parseLong(process[1].trim()) : member.processLoMs;
+        member.commitEveryBatch = opt.containsKey("commit-every-batch");
         member.processRng = new Random((opt.getOrDefault("seed", "0") + ":" + opt.get("id")).hashCode());
         member.watchStdin();
         member.run(List.of(opt.get("topics").split(",")), Long.parseLong(opt.getOrDefault("progress-ms", "1000")), hold);

@@ -3,8 +3,9 @@ may see duplicates and why, unowned partition-seconds, and the invariants a run 
 (:func:`churn_problems`, :func:`check`).
 
 A group that did not settle in time ended the run early as *stalled* (:attr:`ChurnResult.stalled`),
-a failure. With faults injected (issue 16), double ownership inside a zombie's window is excused and
-measured apart, and zombies must see their late commits rejected (:mod:`.fault_checks`).
+a failure. So is a kassign member's failed commit of a partition it kept (issue 27,
+:mod:`.commit_checks`). With faults injected (issue 16), double ownership inside a zombie's window is
+excused and measured apart, and zombies must see their late commits rejected (:mod:`.fault_checks`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from integration.churn.fault_checks import FaultReport, fault_report
+from integration.churn.commit_checks import kept_commit_failures
+from integration.churn.fault_checks import FaultReport, fault_report, zombie_windows
 from integration.churn.generator import ChurnSequence
 from integration.timeline_checks import (
     double_ownership,
@@ -194,6 +196,8 @@ class ChurnResult:
     faults: FaultReport = field(default_factory=FaultReport)
     #: members whose close never finished (see :func:`hung_closes`)
     hung: list[str] = field(default_factory=list)
+    #: failed commits of partitions a kassign member kept (see :mod:`.commit_checks`)
+    failed_kept_commits: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> int:
@@ -241,6 +245,7 @@ def churn_problems(result: ChurnResult) -> list[str]:
         problems.append(f"producer errors: {result.producer_errors[:3]}")
     problems += [f"member {m} exited on its own: {tail}" for m, tail in result.failed_members.items()]
     problems += result.hung
+    problems += [f"commit of kept partitions failed: {c}" for c in result.failed_kept_commits]
     problems += result.faults.problems
     return problems
 
@@ -253,6 +258,11 @@ def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartitio
                               and e.extra["gen"] >= 0 and e.ev in ("cb_assigned", "cb_revoked", "sync")})
     result.faults, counted = fault_report(events, double_ownership(events), grace)
     result.hung = hung_closes(events)
+    # kassign's members only: the librdkafka and Java peers' commits are theirs to answer for
+    seq = result.sequence
+    specs = [*seq.initial, *(step.start for step in seq.steps if step.start is not None)]
+    kassign = {spec.name for spec in specs if spec.kind == "aiokafka"}
+    result.failed_kept_commits = kept_commit_failures(events, kassign, zombie=zombie_windows(events, grace))
     result.double_owned_ps = sum(outside for _, outside in counted)
     result.overlaps = [f"{o} ({outside:.3f}s outside zombie windows)" if outside < o.end - o.start - 1e-9 else str(o)
                        for o, outside in counted]

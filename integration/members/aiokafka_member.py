@@ -9,6 +9,16 @@ Fault injection (the churn soak's faults, :mod:`integration.churn.faults`): ``--
 makes ``on_partitions_revoked`` take ``N`` ms more before committing (an application slower than
 the rebalance timeout); after a SIGSTOP, the SIGCONT that resumes the member makes it commit what it
 processed at once and report whether the broker took that late commit (``late_commit``).
+
+``--commit-every-batch`` (issue 27's benchmark, ``benchmarks/commits_under_churn.py``): the member
+commits as most applications do, ``await consumer.commit()`` after every non-empty batch (after its
+``--process-ms`` work), instead of in the background every ``--progress-ms``. Every commit the member
+makes (after a batch, in ``on_partitions_revoked``, on close) is reported: ``commit`` when it
+succeeded, ``commit_err`` (with ``error``, the exception's class name) when it failed, both with
+``parts`` (the partitions committed; for ``commit()`` the assignment when it was issued), ``began``
+(unix time it was issued), ``lat`` (ms), ``why`` (``batch``, ``revoke``, ``close``,
+``background``) and ``whole: true`` for ``commit()`` without offsets. Without the option only
+failed commits are reported, as before.
 """
 
 from __future__ import annotations
@@ -84,7 +94,7 @@ class _Listener(ConsumerRebalanceListener):
             # The application's slow clean-up (flushing its output, say) before it commits: longer
             # than the rebalance timeout, so the group may go on without this member meanwhile.
             await asyncio.sleep(m.args.slow_revoke_ms / 1000)
-        await m.committer.commit_now(offsets)
+        await m.commit_now(offsets, "revoke")
         m.writer.emit("cb_revoked_done")
 
     async def on_partitions_assigned(self, assigned) -> None:
@@ -112,6 +122,7 @@ class AiokafkaMember:
         self.processing = BatchProcessing(args.process_ms, args.seed, args.id)
         self.consumer: Any = None
         self.committer = SerialCommitter(self._send_commit, args.id)
+        self.commit_every_batch: bool = getattr(args, "commit_every_batch", False)
 
     def make_consumer(self) -> Any:
         """Build the consumer (aiokafka needs the running loop, so this happens inside :meth:`run`)."""
@@ -157,12 +168,44 @@ class AiokafkaMember:
         if not self.committer.busy:
             self.committer.commit_in_background(self.commit_offsets())
 
-    async def _send_commit(self, offsets: dict[Any, int]) -> None:
+    async def commit_now(self, offsets: dict[Any, int], why: str) -> None:
+        """Commit ``offsets`` once the background commit in flight (if any) is answered (as
+        :meth:`SerialCommitter.commit_now`, with the reason reported)."""
+        await self.committer.wait()
+        if offsets:
+            await self._send_commit(offsets, why)
+
+    async def _send_commit(self, offsets: dict[Any, int], why: str = "background") -> None:
+        await self.timed_commit([(tp.topic, tp.partition) for tp in offsets], why, offsets, catch=(KafkaError,))
+
+    async def timed_commit(self, parts: list[tuple[str, int]], why: str, offsets: dict[Any, int] | None = None,
+                           catch: tuple[type[BaseException], ...] = (Exception,)) -> bool:
+        """``consumer.commit(offsets)`` (``commit()`` when None), reported: a failure always as
+        ``commit_err`` (its ``parts`` say which processed offsets their next owner may redo), a success
+        as ``commit`` with ``--commit-every-batch``. Returns whether it succeeded."""
+        began = time.time()
+        # commit() without offsets commits the whole assignment (kassign leaves what was revoked meanwhile out)
+        whole = {"whole": True} if offsets is None else {}
         try:
-            await self.consumer.commit(offsets)
-        except KafkaError as exc:
-            # the partitions say which processed offsets may be redone by their next owner
-            self.writer.parts("commit_err", [(tp.topic, tp.partition) for tp in offsets], error=type(exc).__name__)
+            if offsets is None:
+                await self.consumer.commit()
+            else:
+                await self.consumer.commit(offsets)
+        except catch as exc:
+            self.writer.parts("commit_err", parts, error=type(exc).__name__, began=round(began, 6),
+                              lat=round((time.time() - began) * 1000, 3), why=why, **whole)
+            return False
+        if self.commit_every_batch:
+            self.writer.parts("commit", parts, began=round(began, 6), lat=round((time.time() - began) * 1000, 3),
+                              why=why, **whole)
+        return True
+
+    async def commit_batch(self) -> None:
+        """What most applications do after each batch: report what was processed, then ``await
+        consumer.commit()`` (the consumed positions of the whole assignment)."""
+        self.processed.report(self.writer)
+        parts = sorted((tp.topic, tp.partition) for tp in self.consumer.assignment())
+        await self.timed_commit(parts, "batch")
 
     def on_resumed(self) -> None:
         """SIGCONT after a SIGSTOP (a zombie): commit everything processed right away, before the
@@ -217,15 +260,18 @@ class AiokafkaMember:
                 delay = self.processing.next_delay() if batch else 0.0
                 if delay:
                     await asyncio.sleep(delay)  # the application's work on this batch; the loop stays free
+                if batch and self.commit_every_batch:
+                    await self.commit_batch()
                 if time.monotonic() >= next_tick:
                     next_tick += tick
                     await self.report_progress()
-                    self.processed.report(self.writer)
-                    self.commit_in_background()
+                    if not self.commit_every_batch:
+                        self.processed.report(self.writer)
+                        self.commit_in_background()
         finally:
             self.writer.emit("closing")
             self.processed.report(self.writer)
-            await self.committer.commit_now(self.commit_offsets())
+            await self.commit_now(self.commit_offsets(), "close")
             await self.consumer.stop()
             self.writer.emit("closed")
 
@@ -238,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--remote-assignor", default=None, help="the broker-side assignor with --group-protocol consumer")
     ap.add_argument("--slow-revoke-ms", type=int, default=0,
                     help="extra time on_partitions_revoked takes before committing (a slow application)")
+    ap.add_argument("--commit-every-batch", action="store_true",
+                    help="await consumer.commit() after every non-empty batch and report every commit")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

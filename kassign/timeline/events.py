@@ -11,8 +11,9 @@ simulator), ``ev`` the kind. Kinds that carry ``parts`` (the partitions that cal
 incremental under cooperative, the whole assignment under eager): ``cb_assigned``,
 ``cb_revoked``, ``cb_lost``. Others: ``subscribed``, ``cb_revoked_done``, ``join`` (a JoinGroup
 sent; ``gen`` the generation the member had), ``sync`` (a SyncGroup answered; ``gen``,
-``protocol``), ``progress`` (``pos``: partition -> next offset), ``commit_err``, ``closing``,
-``closed``, ``exit``, ``crash``, ``processed`` (records a member processed), ``rebalance_failed``
+``protocol``), ``progress`` (``pos``: partition -> next offset), ``commit`` and ``commit_err``
+(a commit that succeeded / failed; optional ``parts``, ``began``, ``lat`` ms, ``why``, ``error``),
+``closing``, ``closed``, ``exit``, ``crash``, ``processed`` (records a member processed), ``rebalance_failed``
 (``gen``, ``error``), ``client_metrics`` (``metrics``: a Java member's own
 consumer-coordinator-metrics, just before it closes). On KIP-848's consumer protocol, telemetry
 writes ``reconcile`` / ``reconciled`` (a reconciliation of a new target assignment began / ended;

@@ -56,7 +56,7 @@ __all__ = [
 
 #: Events that say nothing about the group's state and never open or settle a phase (a KIP-848
 #: member's ``heartbeat`` comes every interval, so it would never let the group look quiet).
-NOISE_EVENTS = frozenset({"progress", "processed", "commit_err", "heartbeat", "client_metrics"})
+NOISE_EVENTS = frozenset({"progress", "processed", "commit", "commit_err", "heartbeat", "client_metrics"})
 #: Lifecycle events after which a member neither owns nor counts for balance.
 GONE_EVENTS = frozenset({"closing", "closed", "exit", "crash"})
 #: Member events that end what a member owns in :func:`ownership_intervals` by default.
