@@ -205,9 +205,11 @@ class AssignPartitions:
 class LosePartitions:
     """The member is out of the group: drop every partition it still holds, uncommitted, and call
     ``on_partitions_lost``; then call :meth:`ConsumerGroupMember.partitions_lost_done`.
-    ``partitions`` is what the member owned by the protocol's count."""
+    ``partitions`` is what the member owned by the protocol's count; ``reason`` says why it is out
+    (for the error of a commit it can no longer make)."""
 
     partitions: frozenset[TopicPartition]
+    reason: str = field(default="", compare=False)  # words for a person, not part of the step
 
 
 @dataclass(frozen=True)
@@ -350,6 +352,11 @@ class ConsumerGroupMember:
         # application hears on_partitions_assigned once it is in the group (as in Java).
         self._current_epoch = -1
         self._names: dict[uuid.UUID, str] = {}  # names of owned topics, kept even if metadata loses them
+        # Ownership marks: reconciliations completed so far (never reset) and, per owned partition, the
+        # one that gave it to the member -- a commit issued at one mark may complete later only for
+        # partitions held without interruption since (held_since).
+        self._reconciliations = 0
+        self._acquired: dict[TopicIdPartition, int] = {}
         self._reconciling: Reconciliation | None = None
         self._unresolved: frozenset[uuid.UUID] = frozenset()
         self._sent = _Sent()
@@ -367,6 +374,22 @@ class ConsumerGroupMember:
     def owned(self) -> frozenset[TopicPartition]:
         """The partitions this member owns (reconciled), by name."""
         return frozenset(TopicPartition(self._names[p.topic_id], p.partition) for p in self._current)
+
+    @property
+    def ownership_mark(self) -> int:
+        """A mark of what the member owns now, for :meth:`held_since` (grows with every reconciliation)."""
+        return self._reconciliations
+
+    def held_since(self, mark: int, partitions: Iterable[TopicPartition]
+                   ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+        """Of ``partitions``, those owned without interruption since :attr:`ownership_mark` was ``mark``
+        (a commit issued then may still be completed for them) and the others (revoked or lost since,
+        perhaps assigned again: another member may have processed them meanwhile)."""
+        since = {TopicPartition(self._names[p.topic_id], p.partition): self._acquired.get(p, mark + 1)
+                 for p in self._current}
+        partitions = frozenset(partitions)
+        held = frozenset(tp for tp in partitions if since.get(tp, mark + 1) <= mark)
+        return held, partitions - held
 
     @property
     def owned_ids(self) -> frozenset[TopicIdPartition]:
@@ -603,10 +626,12 @@ class ConsumerGroupMember:
         log.warning("group %s: member %s fenced at epoch %s (%s%s); losing its partitions and rejoining",
                     self.group_id, self.member_id, self.member_epoch, error, f": {message}" if message else "")
         lost = self.owned
+        reason = (f"the coordinator fenced member {self.member_id} at epoch {self.member_epoch} ({error}): its "
+                  "session expired or it was removed from the group")
         self.state = MemberState.FENCED
         self.member_epoch = JOIN_EPOCH
         self._clear_assignment()
-        return [LosePartitions(lost)]
+        return [LosePartitions(lost, reason)]
 
     def _fatal(self, error: str, message: str, code: int | None) -> list[Action]:
         if error == "UNSUPPORTED_VERSION":
@@ -622,13 +647,14 @@ class ConsumerGroupMember:
         self.fatal_error = failure
         actions: list[Action] = []
         if previous not in (MemberState.UNSUBSCRIBED, MemberState.PREPARE_LEAVING, MemberState.LEAVING) and self._current:
-            actions.append(LosePartitions(self.owned))
+            actions.append(LosePartitions(self.owned, f"the member failed ({error})"))
         self._clear_assignment()
         actions.append(Fail(failure))
         return actions
 
     def _clear_assignment(self) -> None:
         self._current = frozenset()
+        self._acquired = {}
         self._current_epoch = -1
         self._names = {}
         self._target = None
@@ -712,6 +738,8 @@ class ConsumerGroupMember:
         if not self.still_reconciling(rec):
             log.info("group %s: reconciliation no longer relevant (state %s)", self.group_id, self.state.name)
             return False
+        self._reconciliations += 1
+        self._acquired = {p: self._acquired.get(p, self._reconciliations) for p in rec.assigned_ids}
         self._current = rec.assigned_ids
         self._current_epoch = rec.target_epoch
         self._names = dict(rec.names)
@@ -742,7 +770,7 @@ class ConsumerGroupMember:
             return []
         if in_group:
             return [CommitOffsets(owned), RevokePartitions(owned)]
-        return [LosePartitions(owned)]
+        return [LosePartitions(owned, "it left the group")]
 
     def leave_prepared(self) -> None:
         """The partitions are given up: the next heartbeat (due at once) leaves the group."""
@@ -760,14 +788,16 @@ class ConsumerGroupMember:
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE, MemberState.FENCED,
                           MemberState.PREPARE_LEAVING, MemberState.LEAVING):
             return []
-        log.warning("group %s: member %s did not poll within the max poll interval; leaving the group",
-                    self.group_id, self.member_id)
+        # The driver says so once, with the setting to change; here it is only the protocol's step.
+        log.info("group %s: member %s did not poll within the max poll interval; leaving the group",
+                 self.group_id, self.member_id)
         lost = self.owned
         self._clear_assignment()
         self.member_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
         self.state = MemberState.LEAVING
         self._stale_leave = True
-        return [LosePartitions(lost)]
+        return [LosePartitions(lost, f"max_poll_interval_ms={self.rebalance_timeout_ms} exceeded: it left the group "
+                                     "and rejoins when the application polls again")]
 
     def poll_resumed(self) -> None:
         """The application polls again: a stale member joins again."""

@@ -658,3 +658,41 @@ def test_the_leave_heartbeat_does_not_wait_for_one_in_flight():
     assert leave is not None and leave.member_epoch == LEAVE_EPOCH
     assert m.on_heartbeat_response(answer(1, {T: [0]})) == []  # the late answer to the one in flight
     assert m.state is MemberState.UNSUBSCRIBED and m.owned == frozenset()
+
+
+# -- what a commit issued earlier may still commit (issue #27) -------------------------------------
+
+def test_held_since_counts_only_partitions_owned_without_interruption():
+    m = joined({T: [0, 1, 2]})
+    mark = m.ownership_mark
+    assert m.held_since(mark, tps(0, 1, 2)) == (tps(0, 1, 2), tps())
+    # A new target keeping p0, revoking p1 and p2, then giving p2 back and adding p3.
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(2, {T: [0]}))
+    assert m.reconciliation_done(m.maybe_reconcile(NAMES))
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(3, {T: [0, 2, 3]}))
+    assert m.reconciliation_done(m.maybe_reconcile(NAMES))
+    assert m.owned == tps(0, 2, 3)
+    assert m.held_since(mark, tps(0, 1, 2, 3)) == (tps(0), tps(1, 2, 3))
+    assert m.held_since(m.ownership_mark, tps(0, 2, 3)) == (tps(0, 2, 3), tps())
+
+
+def test_held_since_after_a_fencing_holds_nothing_from_before():
+    m = joined({T: [0, 1]})
+    mark = m.ownership_mark
+    m.build_heartbeat()
+    actions = m.on_heartbeat_response(answer(error=110, message="fenced"))  # FENCED_MEMBER_EPOCH
+    assert actions == [LosePartitions(tps(0, 1))]
+    assert "FENCED_MEMBER_EPOCH" in actions[0].reason and "m-1" in actions[0].reason
+    m.partitions_lost_done()
+    m.build_heartbeat()
+    m.on_heartbeat_response(answer(5, {T: [0, 1]}))
+    assert m.reconciliation_done(m.maybe_reconcile(NAMES))
+    assert m.held_since(mark, tps(0, 1)) == (tps(), tps(0, 1))
+
+
+def test_a_poll_timeout_says_which_setting_ran_out():
+    m = joined({T: [0]}, rebalance_timeout_ms=4000)
+    (lose,) = m.poll_timer_expired()
+    assert "max_poll_interval_ms=4000 exceeded" in lose.reason

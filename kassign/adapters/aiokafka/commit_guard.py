@@ -132,15 +132,16 @@ class CommitGuard:
                             f"was issued ({self._membership_lost_cause()}), and its partitions may belong to "
                             "another member now")
                     await asyncio.shield(self._do_commit_offsets(assignment, offsets))  # type: ignore[attr-defined]
-            except (Errors.UnknownMemberIdError, Errors.IllegalGenerationError, Errors.RebalanceInProgressError) as exc:
-                if rebalance_met_at is None:
-                    rebalance_met_at = time.monotonic()
-                offsets, refused = await self._commit_after_rebalance(
-                    exc, offsets, issued_after=issued_after, issued_under=issued_under, sent_under=sent_under,
-                    consumed=consumed, refused=refused, rebalance_met_at=rebalance_met_at)
-                if not offsets:
-                    break
             except Errors.KafkaError as err:
+                if self._met_rebalance(err):
+                    if rebalance_met_at is None:
+                        rebalance_met_at = time.monotonic()
+                    offsets, refused = await self._commit_after_rebalance(
+                        err, offsets, issued_after=issued_after, issued_under=issued_under, sent_under=sent_under,
+                        consumed=consumed, refused=refused, rebalance_met_at=rebalance_met_at)
+                    if not offsets:
+                        break
+                    continue
                 if not err.retriable:
                     raise
                 if deadline is not None and time.monotonic() >= deadline:
@@ -168,6 +169,12 @@ class CommitGuard:
     def _out_of_group(self) -> bool:
         return False
 
+    def _met_rebalance(self, err: Errors.KafkaError) -> bool:
+        """Whether a commit answered ``err`` met a rebalance or a membership change
+        (:meth:`_commit_after_rebalance` decides what follows)."""
+        return isinstance(err, (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
+                                Errors.RebalanceInProgressError))
+
     def _commit_issued_under(self) -> Any:
         """What a commit notes of the membership when issued and when sent (the classic coordinator's
         generation and whether it was stable); read back by :meth:`_commit_after_rebalance`."""
@@ -188,6 +195,26 @@ class CommitGuard:
         raise Errors.CommitFailedError(
             "Commit cannot be completed since the group has already rebalanced and may have "
             "assigned the partitions to another member") from exc
+
+    def _keep_held(self, offsets: Mapping[Any, Any], held: frozenset[Any], gone: frozenset[Any], *, consumed: bool,
+                   refused: Exception | None, now_under: str) -> tuple[Mapping[Any, Any], Exception | None]:
+        """A commit that met a rebalance goes out again for ``held`` only (held throughout, their
+        offsets still right); ``gone`` (revoked or lost meanwhile) is left out: silently for
+        ``commit()`` of the consumed positions, else with the CommitFailedError raised once the held
+        ones are committed. ``now_under``: the membership it goes out under, for the log."""
+        if gone:
+            gone_sorted = sorted(gone)
+            if consumed:
+                log.info("group %s: commit after the rebalance leaves out %s, no longer this member's",
+                         self.group_id, gone_sorted)  # type: ignore[attr-defined]
+            elif refused is None:
+                refused = commit_failed(
+                    f"group {self.group_id}: offsets of {gone_sorted} not committed: partitions revoked from this "  # type: ignore[attr-defined]
+                    f"member by the rebalance to {now_under} (commit them in on_partitions_revoked); those it "
+                    "kept were committed")
+        log.info("group %s: completing a commit that met a rebalance under %s for %s",
+                 self.group_id, now_under, sorted(held))  # type: ignore[attr-defined]
+        return {tp: offset for tp, offset in offsets.items() if tp in held}, refused
 
     def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
         """Whether a revocation commit that failed with ``err`` is tried again."""

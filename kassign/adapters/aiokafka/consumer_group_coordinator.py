@@ -46,8 +46,15 @@ from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from kassign.adapters.aiokafka.commit_guard import CommitGuard
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, consumed_offsets, install, pause
+from kassign.adapters.aiokafka.commit_guard import CommitGuard, rebalance_in_progress
+from kassign.adapters.aiokafka.handover import (
+    aio_partitions,
+    call_listener,
+    consumed_offsets,
+    install,
+    kassign_partitions,
+    pause,
+)
 from kassign.adapters.aiokafka.internals import close_started, poll_waiting
 from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks
 from kassign.membership.consumer_group import (
@@ -224,9 +231,13 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         # UNKNOWN_MEMBER_ID), and _membership_ended counts the reset for the commit guard.
         self._wake.set()
 
-    def _membership_ended(self) -> None:
-        """The member lost or gave up its partitions: commits issued before now must not go out."""
+    def _membership_ended(self, cause: str = "") -> None:
+        """The member lost or gave up its partitions (``cause``: why, for the error of a commit it can no
+        longer make): commits issued before now must not go out."""
         self._resets += 1
+        if cause:
+            self._lost_cause = cause
+        self._membership_moved()
 
     # -- the coordination routine ------------------------------------------------------------
 
@@ -345,7 +356,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         while self._pending:
             action = self._pending.popleft()
             if isinstance(action, LosePartitions):
-                self._membership_ended()
+                self._membership_ended(action.reason)
                 await self._lose_held()
                 self._member.partitions_lost_done()
                 self._heartbeat_wake.set()
@@ -552,9 +563,11 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             return member.on_heartbeat_failure(repr(err))
         error = ERROR_NAMES.get(response.error_code, f"ERROR_{response.error_code}") if response.error_code else None
         self._hooks.heartbeat_answered((time.monotonic() - sent) * 1000, error, member.member_epoch)
-        before = member.state
+        before, epoch = member.state, member.member_epoch
         actions = member.on_heartbeat_response(response)
         self._hooks.transition(before, member)
+        if member.member_epoch != epoch:
+            self._membership_moved()  # a commit waiting for a newer epoch goes again
         return actions
 
     def _check_poll_timer(self) -> None:
@@ -566,6 +579,11 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 log.info("group %s: polling again; rejoining", self.group_id)
                 self._member.poll_resumed()
         elif self._member.in_group and idle >= self._max_poll_interval:
+            log.warning("group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
+                        "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
+                        "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
+                        "processing takes this long", self.group_id, idle, round(self._max_poll_interval * 1000),
+                        self._member.member_id, sorted(self._held))
             self._pending.extend(self._member.poll_timer_expired())
             self._wake.set()
 
@@ -596,7 +614,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         actions = self._member.leave()
         for action in actions:
             if isinstance(action, LosePartitions):
-                self._membership_ended()
+                self._membership_ended(action.reason)
                 await self._lose_held()
             elif isinstance(action, RevokePartitions):
                 # The coordination routine already made the last auto-commit (when closing); an
@@ -605,7 +623,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         if self._held:
             await self._lose_held()
         self._member.leave_prepared()
-        self._membership_ended()
+        self._membership_ended("it left the group")
         # Built here, at once: the leave goes even while the heartbeat task waits for an answer (as
         # Java), so a slow coordinator cannot make a close with a deadline miss it.
         request = self._member.build_heartbeat()
@@ -628,6 +646,54 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             self._pending.extend(await self._send_heartbeat(request))
 
     # -- commits -----------------------------------------------------------------------------
+    # A commit carries the member epoch it is sent with. The broker moves a member to a new epoch
+    # when it reaches a new target (often keeping every partition it had), and answers a commit sent
+    # with the previous epoch STALE_MEMBER_EPOCH. Java's commitSync raises CommitFailedException then;
+    # here, as on the classic protocol, the commit waits for the heartbeat that brings the new epoch
+    # (sent at once) and goes out again for the partitions the member held throughout.
+
+    def _met_rebalance(self, err: Errors.KafkaError) -> bool:
+        return isinstance(err, (StaleMemberEpochError, Errors.UnknownMemberIdError))
+
+    def _commit_issued_under(self) -> tuple[int, int]:
+        return self._member.member_epoch, self._member.ownership_mark
+
+    def _out_of_group(self) -> bool:
+        # The membership ended (left after max_poll_interval_ms, fenced) and the member is not back yet.
+        return not self._member.in_group and self._lost_cause is not None
+
+    async def _commit_after_rebalance(
+        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
+        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+    ) -> tuple[Mapping[Any, Any], Exception | None]:
+        issued_epoch, issued_mark = issued_under
+        sent_epoch, _ = sent_under
+        if isinstance(exc, Errors.UnknownMemberIdError) or self._resets != issued_after or issued_epoch <= 0:
+            raise self._membership_lost_error() from exc
+        await self._wait_for_newer_epoch(sent_epoch, issued_after, exc, rebalance_met_at)
+        held, gone = self._member.held_since(issued_mark, kassign_partitions(offsets))
+        held_aio = frozenset(aio_partitions(held)) & self._held  # not those being revoked right now
+        gone_aio = frozenset(aio_partitions(gone)) | (frozenset(aio_partitions(held)) - held_aio)
+        return self._keep_held(offsets, held_aio, gone_aio, consumed=consumed, refused=refused,
+                               now_under=f"member epoch {self._member.member_epoch}")
+
+    async def _wait_for_newer_epoch(self, sent_epoch: int, issued_after: int, exc: Errors.KafkaError,
+                                    rebalance_met_at: float) -> None:
+        """Until the heartbeat brought an epoch newer than ``sent_epoch`` (the STALE_MEMBER_EPOCH answer
+        woke it); at most the rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable
+        RebalanceInProgressError."""
+        deadline = rebalance_met_at + self._member.rebalance_timeout_ms / 1000
+        while not (self._member.in_group and self._member.member_epoch > sent_epoch):
+            if self._resets != issued_after:
+                raise self._membership_lost_error() from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.closing:
+                raise rebalance_in_progress(
+                    f"group {self.group_id}: commit answered STALE_MEMBER_EPOCH (sent at epoch {sent_epoch}) and no "
+                    f"newer epoch came within {self._member.rebalance_timeout_ms} ms; commit again after the next "
+                    "getmany()") from exc
+            self._heartbeat_wake.set()
+            await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
 
     async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
         """OffsetCommit v9+ with this member's id and epoch: the broker refuses it once the member is

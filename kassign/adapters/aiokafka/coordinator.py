@@ -64,8 +64,8 @@ from kassign.adapters.aiokafka.static_heartbeat import (
     FencedInstanceIdError,
     InstanceHeartbeatRequest,
 )
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, pause
-from kassign.adapters.aiokafka.commit_guard import CommitGuard, commit_failed, rebalance_in_progress
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
+from kassign.adapters.aiokafka.commit_guard import CommitGuard, rebalance_in_progress
 from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.group_protocol import (
@@ -78,7 +78,7 @@ from kassign.adapters.aiokafka.group_protocol import (
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
 from kassign.membership.classic import FATAL_FENCING_ERRORS, MEMBER_ID_KEPT_ERRORS
-from kassign.model import RebalanceProtocol, TopicPartition
+from kassign.model import RebalanceProtocol
 from kassign.protocol import ProtocolError, decode_assignment, encode_subscription
 
 log = logging.getLogger(__name__)
@@ -97,10 +97,6 @@ def _error_name(code: int) -> str:
 
 
 _aio = aio_partitions
-
-
-def _kassign_tp(tp: AioTopicPartition) -> TopicPartition:
-    return TopicPartition(tp.topic, tp.partition)
 
 
 class _Rebalance(CoordinatorGroupRebalance):
@@ -601,21 +597,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                 f"group {self.group_id}: commit met a rebalance ({type(exc).__name__}) while "
                 f"{'closing' if self.closing else 'in a rebalance listener'}; commit again after the round") from exc
         await self._wait_for_round(sent_rounds, issued_after, exc, rebalance_met_at)
-        held, gone = self._member.held_since(issued_generation, (_kassign_tp(tp) for tp in offsets))
-        if gone:
-            gone_aio = sorted(_aio(gone))
-            if consumed:
-                log.info("group %s: commit after the rebalance leaves out %s, no longer this member's",
-                         self.group_id, gone_aio)
-            elif refused is None:
-                refused = commit_failed(
-                    f"group {self.group_id}: offsets of {gone_aio} not committed: partitions revoked from this "
-                    f"member by the rebalance to generation {self.generation} (commit them in "
-                    "on_partitions_revoked); those it kept were committed")
-        held_aio = _aio(held)
-        log.info("group %s: completing a commit that met a rebalance under generation %s for %s",
-                 self.group_id, self.generation, sorted(held_aio))
-        return {tp: offset for tp, offset in offsets.items() if tp in held_aio}, refused
+        held, gone = self._member.held_since(issued_generation, kassign_partitions(offsets))
+        return self._keep_held(offsets, frozenset(_aio(held)), frozenset(_aio(gone)), consumed=consumed,
+                               refused=refused, now_under=f"generation {self.generation}")
 
     async def _wait_for_round(self, sent_rounds: int, issued_after: int, exc: Errors.KafkaError,
                               rebalance_met_at: float) -> None:

@@ -17,10 +17,11 @@ from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
 from kassign.adapters.aiokafka.internals import carry_fetch_state
+from kassign.model import TopicPartition
 
 log = logging.getLogger(__name__)
 
-__all__ = ["aio_partitions", "install", "pause", "consumed_offsets", "call_listener"]
+__all__ = ["aio_partitions", "kassign_partitions", "install", "pause", "consumed_offsets", "call_listener"]
 
 # A listener call longer than this (or than half the rebalance timeout) is warned about.
 _SLOW_LISTENER_S = 5.0
@@ -29,6 +30,11 @@ _SLOW_LISTENER_S = 5.0
 def aio_partitions(partitions: Iterable[Any]) -> set[AioTopicPartition]:
     """aiokafka TopicPartitions from any (topic, partition) pairs."""
     return {AioTopicPartition(tp[0], tp[1]) for tp in partitions}
+
+
+def kassign_partitions(partitions: Iterable[Any]) -> frozenset[TopicPartition]:
+    """kassign TopicPartitions from any (topic, partition) pairs (aiokafka's are named tuples too)."""
+    return frozenset(TopicPartition(tp[0], tp[1]) for tp in partitions)
 
 
 def install(subscription_state: Any, previous: Any, partitions: Iterable[AioTopicPartition],

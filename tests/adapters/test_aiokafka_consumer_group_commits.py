@@ -1,0 +1,167 @@
+"""Commits that meet a rebalance on the consumer group protocol (KIP-848, issue #27), without a broker.
+
+The broker moves a member to a new epoch when it reaches a new target, and answers a commit sent
+with the epoch before STALE_MEMBER_EPOCH (Java's commitSync: CommitFailedException). Here the commit
+waits for the heartbeat that brings the new epoch and goes out again for the partitions the member
+held throughout; a partition revoked meanwhile is never committed after its revocation; no newer
+epoch within the rebalance timeout ends the wait with aiokafka's retriable RebalanceInProgressError;
+a member past max_poll_interval_ms leaves, says so once, and its late commit names the cause."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+pytest.importorskip("aiokafka")
+
+import aiokafka.errors as Errors  # noqa: E402
+from aiokafka.structs import OffsetAndMetadata  # noqa: E402
+from aiokafka.structs import TopicPartition as TP  # noqa: E402
+
+from kassign.membership.consumer_group import MemberState  # noqa: E402
+from tests.adapters.test_aiokafka_consumer_group import (  # noqa: E402
+    TOPIC,
+    FakeGroupCoordinator,
+    Recorder,
+    coordinator,
+    run,
+    tps,
+    until,
+)
+
+STALE_MEMBER_EPOCH = 113
+
+
+def committed(group: FakeGroupCoordinator) -> list[tuple[int, dict[int, int]]]:
+    """Every OffsetCommit sent: (member epoch, {partition: offset})."""
+    return [(c.generation_id_or_member_epoch, {p.partition_index: p.committed_offset for t in c.topics
+                                               for p in t.partitions}) for c in group.commits]
+
+
+async def joined(group: FakeGroupCoordinator, listener: Recorder | None = None, **settings):
+    coord, subscription = coordinator(group, listener, enable_auto_commit=False, **settings)
+    await until(lambda: subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+    await until(lambda: coord.member.state is MemberState.STABLE, what="acknowledged")
+    return coord, subscription
+
+
+def test_a_commit_answered_stale_member_epoch_completes_under_the_new_epoch():
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.epoch = 7
+        coord, subscription = await joined(group)
+        # The broker moved the member to epoch 8 (a new target keeping both partitions); the member has
+        # not heard yet, so its commit goes with 7 and is refused.
+        group.epoch, group.commit_errors = 8, [STALE_MEMBER_EPOCH]
+        await coord.commit_offsets(subscription.subscription.assignment,
+                                   {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")})
+        await coord.close()
+        return group
+
+    group = run(scenario())
+    assert committed(group) == [(7, {0: 5, 1: 9}), (8, {0: 5, 1: 9})]
+
+
+@pytest.mark.parametrize("consumed", [False, True], ids=["explicit-offsets", "consumed-positions"])
+def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(consumed):
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.epoch = 7
+        coord, subscription = await joined(group, listener)
+        assignment = subscription.subscription.assignment
+        group.commit_gate = asyncio.Event()  # the commit is in flight, at epoch 7 ...
+        commit = asyncio.ensure_future(coord.commit_offsets(
+            assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")},
+            consumed=consumed))
+        await until(lambda: group.commits_held, what="commit in flight")
+        group.target = [0]  # ... while the broker takes partition 1 away
+        await until(lambda: ("revoked", tps(1)) in listener.calls, what="revocation")
+        group.epoch = 8
+        await until(lambda: coord.member.member_epoch == 8, what="epoch 8")
+        group.commit_errors = [STALE_MEMBER_EPOCH]
+        group.commit_gate.set()
+        try:
+            await commit
+            error = None
+        except Errors.CommitFailedError as exc:
+            error = exc
+        await coord.close()
+        return group, error
+
+    group, error = run(scenario())
+    assert committed(group) == [(7, {0: 5, 1: 9}), (8, {0: 5})]
+    if consumed:
+        assert error is None  # commit(): the consumed positions of what it still has
+    else:
+        assert error is not None and f"{TP(TOPIC, 1)}" in str(error) and "revoked" in str(error)
+        assert "max_poll_interval" not in str(error)
+
+
+def test_no_newer_epoch_within_the_rebalance_timeout_is_a_retriable_rebalance_in_progress():
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.epoch = 7
+        coord, subscription = await joined(group, max_poll_interval_ms=400)  # the rebalance timeout here
+        group.commit_errors = [STALE_MEMBER_EPOCH]  # and the heartbeats keep saying 7
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with subscription.fetch_context(), pytest.raises(Errors.RebalanceInProgressError) as caught:
+            # A getmany() is waiting meanwhile (the poll timer does not run out).
+            await coord.commit_offsets(subscription.subscription.assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, "")})
+        waited = loop.time() - started
+        await coord.close()
+        return group, caught.value, waited
+
+    group, error, waited = run(scenario())
+    assert error.retriable and "STALE_MEMBER_EPOCH" in str(error)
+    assert 0.3 < waited < 5
+    assert len(group.commits) == 1
+
+
+def test_a_commit_issued_before_a_fencing_names_the_fencing():
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.epoch = 7
+        coord, subscription = await joined(group)
+        assignment = subscription.subscription.assignment
+        group.commit_gate = asyncio.Event()
+        commit = asyncio.ensure_future(coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, "")}))
+        await until(lambda: group.commits_held, what="commit in flight")
+        group.hold_joins, group.next_error = True, 110  # FENCED_MEMBER_EPOCH
+        await until(lambda: coord.member.state is MemberState.JOINING, what="fenced")
+        group.commit_errors = [STALE_MEMBER_EPOCH]
+        group.commit_gate.set()
+        with pytest.raises(Errors.CommitFailedError) as caught:
+            await commit
+        await coord.close()
+        return group, caught.value
+
+    group, error = run(scenario())
+    assert "FENCED_MEMBER_EPOCH" in str(error) and "max_poll_interval" not in str(error)
+    assert len(group.commits) == 1, "nothing is committed for a member that lost its partitions"
+
+
+def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit_names_why(caplog):
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        with caplog.at_level(logging.WARNING, logger="kassign"):
+            coord, subscription = await joined(group, listener, max_poll_interval_ms=300)
+            # No getmany()/getone() from here on: the application is processing.
+            await until(lambda: ("lost", tps(0, 1)) in listener.calls, what="loss after the poll timer")
+            await until(lambda: coord.member.state is MemberState.STALE, what="left")
+            await asyncio.sleep(0.5)  # still not polling: no second leave, no rejoin
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        with pytest.raises(Errors.CommitFailedError) as caught:
+            coord.check_membership_for_commit()
+        leaves = [h for h in group.heartbeats if h.member_epoch < 0]
+        await coord.close()
+        return listener, warnings, caught.value, leaves, len(group.commits)
+
+    listener, warnings, error, leaves, commits = run(scenario())
+    assert len([w for w in warnings if "max_poll_interval_ms=300" in w]) == 1, warnings
+    assert "max_poll_interval_ms=300 exceeded" in str(error)
+    assert len(leaves) == 1 and commits == 0
+    assert not [c for c in listener.calls if c[0] == "revoked"]
