@@ -2,7 +2,7 @@
 kassign + librdkafka cooperative group and the quick demo. Everything else runs on Apache Kafka.
 
 Tansu's coordinator differs from Kafka's (no join barrier, no protocol voting, no static membership,
-followers' SyncGroup held, a departed leader of a forming group kept: README, "Tansu"), so these
+followers' SyncGroup held, a departed leader of a forming group kept: docs/brokers.md, "Tansu"), so these
 tests check only end states and invariants.
 """
 

@@ -3,16 +3,18 @@
 The presets were fitted on repetitions r1-r5 (aiokafka's start-up delay measured on a live broker
 instead); these tests replay each cell's held-out runs, recorded after the last model change that
 touches the cell and never used to choose the model (r21-r30 for the four aiokafka modes, r11-r20 for
-Java and librdkafka), and hold the simulator to what README.md claims for them: unowned
+Java and librdkafka), and hold the simulator to what docs/simulator.md claims for them: unowned
 partition-seconds and settle time within 25 % of the recorded medians and the same partition moves, in
 every cell where the recordings reproduce themselves (the fit set's medians within the same bound of
-the held-out ones) but the named exceptions (each of which the README explains), and the pass counts
-the README gives for the held-out runs, for r11-r20 of every cell and for r6-r10 (recorded beside a
+the held-out ones) but the named exceptions (each of which docs/simulator.md explains), and the pass counts
+docs/simulator.md gives for the held-out runs, for r11-r20 of every cell and for r6-r10 (recorded beside a
 simulator fit). The benchmark's metrics themselves are checked against the rows the benchmark wrote
 into every run's meta.json.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -39,13 +41,15 @@ from kassign.sim.bench_fit import measured_heartbeat_lag_ms
 from kassign.sim.bench_harness import harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS
 
-#: What README.md claims: cells within 25 % (moves: equal) per metric, on each cell's held-out runs, on
+ROOT = Path(__file__).resolve().parents[2]
+
+#: What docs/simulator.md claims: cells within 25 % (moves: equal) per metric, on each cell's held-out runs, on
 #: r11-r20 of every cell (the aiokafka modes' seen before their start-up delay was measured) and on the
 #: loaded r6-r10.
 HELD_OUT_PASSING = {"unowned_ps": 41, "settle_s": 40, "moved": 40}
 QUIET_PASSING = {"unowned_ps": 42, "settle_s": 42, "moved": 41}
 LOADED_PASSING = {"unowned_ps": 30, "settle_s": 34, "moved": 41}
-#: Every cell-metric the simulator misses on the held-out runs, as README.md names them: in each the
+#: Every cell-metric the simulator misses on the held-out runs, as docs/simulator.md names them: in each the
 #: fit set's own recorded median misses the held-out one too (real Kafka does not reproduce itself there).
 HELD_OUT_MISSES: dict[tuple[str, str, str], set[str]] = {
     ("instant", "rolling-restart", "java"): {"moved"},
@@ -174,8 +178,8 @@ def test_held_out_repetitions_within_25_percent_wherever_kafka_reproduces_itself
     assert not off, "\n".join(off)
 
 
-def test_the_held_out_misses_are_the_readmes_and_none_is_where_kafka_reproduces_itself(held_out, yardsticks) -> None:  # noqa: ANN001
-    # A miss that starts passing, or a new one, means README.md's account of the calibration is out of date.
+def test_the_held_out_misses_are_the_docs_and_none_is_where_kafka_reproduces_itself(held_out, yardsticks) -> None:  # noqa: ANN001
+    # A miss that starts passing, or a new one, means docs/simulator.md's account of the calibration is out of date.
     misses: dict[tuple[str, str, str], set[str]] = {}
     for row in held_out:
         for metric in BENCH_METRICS:
@@ -186,11 +190,11 @@ def test_the_held_out_misses_are_the_readmes_and_none_is_where_kafka_reproduces_
     assert not [(cell, metric) for cell, metrics in misses.items() for metric in metrics if cell in stable[metric]]
 
 
-def test_held_out_pass_counts_are_the_readmes(held_out) -> None:  # noqa: ANN001
+def test_held_out_pass_counts_are_the_docs(held_out) -> None:  # noqa: ANN001
     assert {m: sum(row.passes(m) for row in held_out) for m in BENCH_METRICS} == HELD_OUT_PASSING
 
 
-def test_quiet_pass_counts_of_every_cell_are_the_readmes(held_out) -> None:  # noqa: ANN001
+def test_quiet_pass_counts_of_every_cell_are_the_docs(held_out) -> None:  # noqa: ANN001
     # r11-r20 are the held-out runs of the Java and librdkafka cells: only the aiokafka modes' are replayed here.
     quiet = compare_cells(load_bench_runs(reps=HELD_OUT_REPS), reuse=held_out)
     assert len(quiet) == 42
@@ -217,7 +221,7 @@ def test_a_static_replacement_joins_after_aiokafkas_measured_start_up() -> None:
     assert sorted(to_partitions) == pytest.approx([round_trips] * 5 + [round_trips + latency["assign_ms"]])
 
 
-def test_loaded_pass_counts_are_the_readmes() -> None:
+def test_loaded_pass_counts_are_the_docs() -> None:
     loaded = compare_cells(load_bench_runs(reps=LOADED_REPS))
     assert {m: sum(row.passes(m) for row in loaded) for m in BENCH_METRICS} == LOADED_PASSING
 
@@ -228,3 +232,17 @@ def test_the_cli_refuses_repetitions_that_are_not_numbers(capsys) -> None:  # no
     with pytest.raises(SystemExit):
         main(["--reps", "6,x"])
     assert "--reps must be comma-separated numbers, got '6,x'" in capsys.readouterr().err
+
+
+def test_the_docs_page_gives_these_counts() -> None:
+    """docs/simulator.md states the pass counts the tests above hold the simulator to."""
+    text = " ".join((ROOT / "docs" / "simulator.md").read_text(encoding="utf-8").split())
+    rows = {"unowned_ps": "unowned partition-seconds", "settle_s": "settle time", "moved": "partitions moved"}
+    for metric, label in rows.items():
+        row = (f"| {label} | **{HELD_OUT_PASSING[metric]} / 42** | {REPRODUCIBLE[metric]} / 42 | "
+               f"**{REPRODUCIBLE[metric]} / {REPRODUCIBLE[metric]}** | {REPRODUCIBLE_HALVES[metric]} / 42 |")
+        assert row in text, row
+    quiet = ", ".join(str(QUIET_PASSING[m]) for m in ("unowned_ps", "settle_s")) + f" and {QUIET_PASSING['moved']}"
+    assert f"are within bound in {quiet} cells" in text, quiet
+    loaded = ", ".join(str(LOADED_PASSING[m]) for m in ("unowned_ps", "settle_s")) + f" and {LOADED_PASSING['moved']}"
+    assert f"r6–r10: {loaded} of 42" in text, loaded

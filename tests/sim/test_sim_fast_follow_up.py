@@ -15,7 +15,7 @@ from kassign.sim import Crash, RollingRestart, ScaleIn, ScaleOut, Scenario, SimC
 KAFKA = SimConfig(assignor="cooperative-sticky", broker="kafka", session_timeout_ms=10000.0,
                   heartbeat_interval_ms=1000.0, rebalance_timeout_ms=30000.0)
 TANSU = replace(KAFKA, broker="tansu", session_timeout_ms=1500.0, heartbeat_interval_ms=250.0)
-#: Median unowned partition-seconds of the recorded cooperative-sticky scale-outs on Kafka (README).
+#: Median unowned partition-seconds of the recorded cooperative-sticky scale-outs on Kafka (docs/simulator.md).
 RECORDED_COOP_SCALE_OUT_PS = 12.1
 
 
