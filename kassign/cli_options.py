@@ -3,7 +3,10 @@
 ``-q/--quiet``, ``-v/--verbose`` and ``--log-level LEVEL`` are accepted before or after the
 command (``kassign -v assign x.json`` and ``kassign assign x.json -v`` are the same).
 By default the output carries no timestamps and no other library's log lines (aiokafka's
-warnings, matplotlib's font cache, py4j); ``--verbose`` shows them, with timestamps.
+warnings, matplotlib's font cache, py4j); ``--verbose`` shows them, with timestamps. The group
+machinery's per-round detail (:data:`DETAIL_LOGGERS`: each leader round's assignment, each member's
+reconciliation, hundreds of lines in a large simulated group) is shown at ``--verbose`` or
+``--log-level INFO``/``DEBUG`` only: by default a command prints its progress and its result.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ MAX_PARTITIONS_PER_TOPIC = 1_000_000
 MAX_PARTITIONS_TOTAL = 10_000_000
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: kassign's loggers whose INFO records are per-round detail rather than progress.
+DETAIL_LOGGERS = ("kassign.membership", "kassign.adapters")
 _FLAGS = {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
 
 
@@ -78,15 +83,23 @@ def split_global_options(args: Sequence[str], own_version: Sequence[str] = ()) -
     return opts, rest
 
 
-class _ConsoleFilter(logging.Filter):
-    """kassign's own records at ``own`` and up; other libraries' at ``others`` and up."""
+def _under(name: str, prefixes: Sequence[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
-    def __init__(self, own: int, others: int) -> None:
+
+class _ConsoleFilter(logging.Filter):
+    """kassign's own records at ``own`` and up (its per-round detail, :data:`DETAIL_LOGGERS`, at
+    ``detail`` and up); other libraries' at ``others`` and up."""
+
+    def __init__(self, own: int, others: int, detail: int | None = None) -> None:
         super().__init__()
         self.own, self.others = own, others
+        self.detail = own if detail is None else detail
 
     def filter(self, record: logging.LogRecord) -> bool:
-        ours = record.name == "kassign" or record.name.startswith("kassign.")
+        if _under(record.name, DETAIL_LOGGERS):
+            return record.levelno >= self.detail
+        ours = _under(record.name, ("kassign",))
         return record.levelno >= (self.own if ours else self.others)
 
 
@@ -121,10 +134,12 @@ def configure_logging(opts: GlobalOptions) -> None:
         own, others = logging.ERROR, logging.CRITICAL
     else:  # another library's errors repeat what kassign's one-line error says
         own, others = logging.INFO, logging.CRITICAL
+    # Per-round detail only when asked for: --verbose, or --log-level INFO/DEBUG.
+    detail = own if opts.verbose or opts.log_level else max(own, logging.WARNING)
     global _libraries_verbose
     _libraries_verbose = others < logging.ERROR
     handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(_ConsoleFilter(own, others))
+    handler.addFilter(_ConsoleFilter(own, others, detail))
     if opts.verbose or opts.log_level in ("DEBUG", "INFO"):
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,8 @@ from kassign.sim.simulator import ASSIGNOR_CLASSES, simulate
 from kassign.timeline.metrics import PhaseMetrics
 
 __all__ = ["main"]
+
+log = logging.getLogger(__name__)
 
 #: Most members a simulated group starts with.
 MAX_MEMBERS = 10_000
@@ -116,6 +119,7 @@ def _replay(paths: Sequence[str], args: argparse.Namespace) -> int:
     from kassign.sim.replay import load_recording, replay
 
     recording = load_recording(*paths)
+    log.info("replaying %s (-v for every round)", ", ".join(paths))
     report = replay(recording, **_given(args))
     if args.events:
         report.result.write_events(args.events)
@@ -144,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args.replay, args)
     config = SimConfig.from_dict(_settings(args))
     scenario = make_scenario(args.scenario, args.members, args.partitions, seed=args.seed)
+    # The progress line; each round's detail (the leader's assignments) only at -v.
+    log.info("simulating %s: %d members, %d partitions on %s (-v for every round)", scenario.name, args.members,
+             args.partitions, config.broker)
     result = simulate(scenario, config)
     if args.events:
         result.write_events(args.events)

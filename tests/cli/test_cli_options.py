@@ -83,6 +83,50 @@ def test_verbose_logging_shows_other_libraries_with_timestamps(capsys):
     assert "WARNING aiokafka.consumer.group_coordinator: Heartbeat failed for group g" in lines[0]
 
 
+@pytest.fixture
+def detail_loggers_unset():
+    """The detail loggers at NOTSET (an in-process ``kassign demo`` earlier in the session sets them to WARNING)."""
+    from kassign.cli_options import DETAIL_LOGGERS
+
+    loggers = [logging.getLogger(name) for name in DETAIL_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.NOTSET)
+    yield
+    for lg, level in zip(loggers, levels, strict=True):
+        lg.setLevel(level)
+
+
+def _detail_lines(opts: GlobalOptions, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    capsys.readouterr()
+    configure_logging(opts)
+    try:
+        logging.getLogger("kassign.membership.leader").info("assignor cooperative-sticky assigned {'m1': 3}")
+        logging.getLogger("kassign.adapters.aiokafka.coordinator").info("group g generation 2: assigned [...]")
+        logging.getLogger("kassign.membership.leader").warning("the leader's round failed")
+    finally:
+        restore_logging()
+    return capsys.readouterr().err.splitlines()
+
+
+def test_per_round_detail_only_when_asked_for(capsys, detail_loggers_unset):
+    assert _detail_lines(GlobalOptions(), capsys) == ["kassign: warning: the leader's round failed"]
+    assert len(_detail_lines(GlobalOptions(verbose=True), capsys)) == 3
+    assert len(_detail_lines(GlobalOptions(log_level="INFO"), capsys)) == 3
+    assert _detail_lines(GlobalOptions(quiet=True), capsys) == []
+
+
+def test_simulate_prints_progress_and_the_result_and_each_round_at_verbose(kassign_run, detail_loggers_unset):
+    run = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12")
+    assert run.code == 0, run.err
+    assert run.err_lines == ["kassign: simulating rolling_restart: 6 members, 12 partitions on kafka (-v for every round)"]
+    assert run.out.startswith("rolling_restart: 6 members, 12 partitions") and "phase" in run.out
+    verbose = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12", "-v")
+    assert verbose.code == 0 and verbose.out == run.out
+    rounds = [line for line in verbose.err_lines if "assignor cooperative-sticky assigned {" in line]
+    assert len(rounds) >= 6, verbose.err
+
+
 def _help_texts(kassign_run) -> dict[str, str]:
     texts = {"kassign": kassign_run("--help").out}
     calls = [[name] for name in COMMANDS] + [["broker", a] for a in ("start", "stop", "status")] + [["replicas", "plan"]]
