@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-__all__ = ["ensure_topic", "produce", "common_parser", "check_seconds"]
+__all__ = ["ensure_topic", "produce", "common_parser", "check_seconds", "setup_logging", "run_example"]
 
 
 async def produce(bootstrap: str, topic: str, rate: float, seconds: float) -> int:
@@ -49,11 +49,23 @@ async def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def common_parser(description: str, *, seconds: float = 20.0) -> argparse.ArgumentParser:
-    """``--bootstrap`` (default $KAFKA_BOOTSTRAP_SERVERS or localhost:9092) and a bounded ``--seconds``."""
+    """``--bootstrap`` (default $KAFKA_BOOTSTRAP_SERVERS or localhost:9092), a bounded ``--seconds`` and
+    ``-v``."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092"))
     ap.add_argument("--seconds", type=float, default=seconds, help="run this long (at most 3600), then close cleanly")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="timestamps, and kassign's per-round detail (each generation's partitions)")
     return ap
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """The example's own lines on stderr, plain; ``verbose`` adds timestamps and kassign's INFO detail
+    (every generation's assigned, added and revoked partitions). aiokafka's logs stay at WARNING."""
+    fmt = "%(asctime)s %(name)s: %(message)s" if verbose else "%(name)s: %(message)s"
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=fmt)
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    logging.getLogger("kassign").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def check_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
@@ -64,10 +76,9 @@ def check_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace) -> argp
 
 
 def run_example(ap: argparse.ArgumentParser, argv: list[str] | None, main_async) -> int:
-    """Parse the command line, set up logging (aiokafka at WARNING), run ``main_async(args)`` and
+    """Parse the command line, set up logging (:func:`setup_logging`), run ``main_async(args)`` and
     print its result as one JSON line: the shared tail of every example's ``main``."""
     args = check_seconds(ap, ap.parse_args(argv))
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    setup_logging(args.verbose)
     print(json.dumps(asyncio.run(main_async(args))), flush=True)
     return 0

@@ -3,14 +3,19 @@
 Run one or more copies against the same group: each copy consumes its share of the topic, and
 when a copy joins or leaves only the partitions that move are revoked, the others keep flowing.
 
-    python examples/at_least_once_processor.py --bootstrap localhost:9092 --topic orders --seconds 30
+    kassign broker start      # a local Apache Kafka; it prints the address to pass
+    python examples/at_least_once_processor.py --bootstrap 127.0.0.1:PORT --seconds 30
+    python examples/at_least_once_processor.py --bootstrap 127.0.0.1:PORT --seconds 15 --produce 0   # a second copy
 
 At-least-once means: an offset is committed only after its record was processed, and before a
 partition is given up (the rebalance listener commits on revocation), so its next owner resumes
 exactly after the last processed record. A record can be processed twice (after a crash, or when a
-commit fails), never skipped. ``--produce RATE`` also feeds the topic, so the example runs alone.
+commit fails), never skipped.
 
-At the end the copy prints one JSON line: records processed per partition and the offsets it
+Each copy also feeds the topic (``--produce RATE``, 50 records/s by default; ``--produce 0`` only
+consumes), so one copy run alone shows records flowing. Every ``--commit-every`` seconds it logs what
+it has processed and committed; ``-v`` adds timestamps and kassign's per-generation detail. At the
+end the copy prints one JSON line: records produced, processed per partition and the offsets it
 committed.
 """
 
@@ -28,7 +33,7 @@ import time
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
-from _support import check_seconds, common_parser, ensure_topic, produce  # example scaffolding: topic creation, a test feed
+from _support import check_seconds, common_parser, ensure_topic, produce, setup_logging  # example scaffolding
 
 # The one-line change from plain aiokafka: CooperativeConsumer instead of AIOKafkaConsumer.
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor
@@ -109,7 +114,14 @@ class App:
             if time.monotonic() >= next_commit:
                 next_commit += self.commit_every
                 await self.commit()
+                self.report()
         await self.commit()
+
+    def report(self) -> None:
+        """One progress line: records processed so far, the partitions owned, the offsets committed."""
+        owned = sorted(tp.partition for tp in self.consumer.assignment())
+        log.info("processed %d records so far; owns partitions %s; committed %d partitions' offsets",
+                 sum(self.processor.per_partition.values()), owned, len(self.committed))
 
 
 async def main_async(args: argparse.Namespace) -> dict:
@@ -124,7 +136,7 @@ async def main_async(args: argparse.Namespace) -> dict:
         session_timeout_ms=args.session_ms,
         heartbeat_interval_ms=args.heartbeat_ms,
     )
-    app = App(consumer)
+    app = App(consumer, commit_every=args.commit_every)
     consumer.subscribe([args.topic], listener=CommitOnRevoke(app))
     await consumer.start()
     producing = asyncio.create_task(produce(args.bootstrap, args.topic, args.produce, args.seconds)) \
@@ -148,17 +160,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, default=6, help="when the topic has to be created")
     ap.add_argument("--group", default="kassign-example-processor")
     ap.add_argument("--name", default=f"processor-{os.getpid()}")
-    ap.add_argument("--produce", type=float, default=0.0, help="also produce this many records/s")
+    ap.add_argument("--produce", type=float, default=50.0,
+                    help="also feed the topic with this many records/s (default 50; 0: only consume)")
+    ap.add_argument("--commit-every", type=float, default=5.0, help="commit (and log progress) every N seconds")
     # Kafka's default minimum session timeout is 6 s; the embedded broker's tests use shorter ones.
     ap.add_argument("--session-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-ms", type=int, default=500)
-    return check_seconds(ap, ap.parse_args(argv))
+    args = check_seconds(ap, ap.parse_args(argv))
+    if not 0 < args.commit_every <= args.seconds:
+        ap.error(f"--commit-every must be in (0, --seconds], got {args.commit_every}")
+    if args.produce < 0:
+        ap.error(f"--produce must be >= 0 records/s, got {args.produce}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    print(json.dumps(asyncio.run(main_async(parse_args(argv)))), flush=True)
+    args = parse_args(argv)
+    setup_logging(args.verbose)
+    print(json.dumps(asyncio.run(main_async(args))), flush=True)
     return 0
 
 

@@ -44,7 +44,7 @@ def test_at_least_once_processor(bootstrap_servers):
     import time
 
     time.sleep(5)  # the second copy joins a group whose partitions the first owns: a cooperative rebalance
-    second = _start("at_least_once_processor.py", *common, "--name", "b", "--seconds", "6")
+    second = _start("at_least_once_processor.py", *common, "--name", "b", "--seconds", "6", "--produce", "0")
     b = _result(second, 40)
     a = _result(first, 40)
     assert b["processed"], f"the second copy got no records: {b}"
