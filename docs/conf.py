@@ -21,3 +21,5 @@ autodoc_mock_imports = ["aiokafka", "confluent_kafka", "pyspark", "prometheus_cl
 html_theme = "alabaster"
 html_title = "kassign"
 exclude_patterns = ["_build"]
+# The benchmark tables and command lines are wide.
+html_theme_options = {"page_width": "1200px", "sidebar_width": "230px"}
