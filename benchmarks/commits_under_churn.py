@@ -273,14 +273,27 @@ def _modes(value: str) -> list[str]:
 
 
 def _git_commit() -> str:
+    """The checkout measured: its commit, and the tracked files changed in the work tree (measured too)."""
     try:
         out = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=_ROOT, capture_output=True, text=True,
                              timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+                               capture_output=True, text=True, timeout=10).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    changed = sorted(line[3:] for line in dirty if line.strip())
+    return out.stdout.strip() + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
+
+
+#: What the columns mean, for the results file.
+LEGEND = """columns: commits = every commit the members made (after a batch, in on_partitions_revoked, on close);
+failed (by type) = commits that raised, by exception class; failed, kept partitions = failed commits
+naming a partition the member owned from before the commit until after it, without losing it
+(integration/churn/commit_checks.py; an eager member keeps nothing through a rebalance, it revokes
+everything); latency = every commit, issued to answered, pooled over the runs; re-read by same
+member = extra processings of a record by a member that had processed it before; dup, moved = extra
+processings where the partition had another owner in between; dup, unmoved = the others (0 is the
+target); lost = produced and acknowledged but never processed."""
 
 
 def _client_versions() -> dict[str, str]:
@@ -375,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     details = format_details(results, args.modes)
     print(f"\n{header}\n\n{table}\n\n{verdict}")
     if args.out is not None:
-        text = f"{header}\n\n{table}\n\n{verdict}\n\nschedules:\n" + "\n".join(
+        text = f"{header}\n\n{table}\n\n{LEGEND}\n\n{verdict}\n\nschedules:\n" + "\n".join(
             f"  rep {i}: {s.describe()}" for i, s in enumerate(schedules, 1)) + f"\n\nper run:\n{details}\n"
         Path(f"{args.out}.txt").write_text(text)
         Path(f"{args.out}.json").write_text(json.dumps({
