@@ -13,6 +13,13 @@ broker without the consumer group protocol (Kafka before 4.0, probed once per se
 ApiVersions) those are skipped with a one-line reason naming the broker; ``KASSIGN_KAFKA_VERSION``
 picks the Kafka version the session starts (e.g. ``3.9.1``).
 
+Tests of behaviour every supported Kafka shares on the classic protocol (groups, cooperative rounds,
+static membership, mixed Java/librdkafka groups, the eager-to-cooperative upgrade), listed in
+:data:`VERSION_MATRIX`, carry the ``version_matrix`` marker: CI re-runs them on Kafka 3.9 and 3.3 with
+``-m "version_matrix and not consumer_protocol"``. Tests marked with one of :data:`OPT_IN_MARKERS`
+(the start-up of every tested Kafka version, the secured brokers) run only when asked for: when
+``-m`` names the marker, or their file is named on the command line; CI gives each its own tier.
+
 The summary also names any ``kassign-*`` directory the session left in the temporary directory
 (a group's logs are kept only when its test failed). With ``KASSIGN_STRICT_TMP=1`` (set by .ci/run,
 whose machine runs nothing else) such a leftover fails an otherwise passing run; elsewhere other
@@ -49,6 +56,20 @@ from kassign.broker.probe import consumer_group_protocol_missing  # noqa: E402
 
 #: The values of ``group_protocol`` a both-protocols test runs with (Java's ``group.protocol`` names).
 GROUP_PROTOCOLS = ("classic", "consumer")
+
+#: The broker tests CI re-runs on older Kafka lines (marked ``version_matrix``): a file, or file::test.
+VERSION_MATRIX = (
+    "tests/integration/test_groups.py",  # groups of every client and assignor, mixed Java/librdkafka groups
+    "tests/integration/test_aiokafka_cooperative.py",  # cooperative rounds, mixed groups, crashes between rounds
+    "tests/integration/test_aiokafka_realkafka.py",  # the eager-to-cooperative upgrade, static member fencing
+    "tests/integration/test_both_protocols.py",  # shared behaviour, static member restart (classic variants)
+    "tests/integration/test_classic_member_rules.py::test_a_static_member_replaced_during_its_join_is_fenced",
+    "tests/integration/test_classic_member_rules.py::test_a_member_closed_during_its_first_join_leaves",
+)
+
+#: Markers of tests that run only when selected (``-m`` naming the marker, or the file named): each is
+#: its own CI tier, outside the README's tier-1 command.
+OPT_IN_MARKERS = ("kafka_versions", "security")
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -105,11 +126,42 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             + (" ..." if len(left) > 5 else ""), red=strict, yellow=not strict)
 
 
+def _in_version_matrix(nodeid: str) -> bool:
+    test = nodeid.split("[", 1)[0]
+    return any(test == entry or test.startswith(entry + "::") for entry in VERSION_MATRIX)
+
+
+def _named_files(config: pytest.Config) -> set[Path]:
+    """The test files named on the command line (``path`` or ``path::test``; not directories)."""
+    named = set()
+    for arg in config.args:
+        path = Path(arg.split("::", 1)[0])
+        if path.suffix == ".py":
+            named.add(path.resolve())
+    return named
+
+
+def _deselect_opt_in(config: pytest.Config, items: list[pytest.Item]) -> None:
+    expression = config.getoption("markexpr", "") or ""
+    wanted = {marker for marker in OPT_IN_MARKERS if re.search(rf"\b{marker}\b", expression)}
+    named = _named_files(config)
+    keep, drop = [], []
+    for item in items:
+        opt_in = {marker for marker in OPT_IN_MARKERS if item.get_closest_marker(marker) is not None}
+        (drop if opt_in and not (opt_in & wanted) and Path(item.path).resolve() not in named else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Anything that reaches the broker carries the `broker` marker, so `-m "not broker"` leaves it out.
     # A test run on both group protocols carries `both_protocols`, its consumer variant also
     # `consumer_protocol`, so a tier can select either protocol's variants with -m.
+    _deselect_opt_in(config, items)
     for item in items:
+        if _in_version_matrix(item.nodeid):
+            item.add_marker(pytest.mark.version_matrix)
         if "kafka_broker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
         protocol = getattr(getattr(item, "callspec", None), "params", {}).get("group_protocol")
