@@ -59,7 +59,7 @@ class BrokerInfo:
     racks: tuple[str, ...] = ()
     startup_s: float | None = None
     #: how clients authenticate to a secured cluster (None: plaintext); see :mod:`kassign.broker.security`
-    security: ClientSecurity | None = None
+    security: ClientSecurity | None = field(default=None, compare=False)
     #: the supervisor's command pipe of a cluster this process owns (None for any other broker)
     control: NodeControl | None = field(default=None, compare=False, repr=False)
 
