@@ -6,12 +6,22 @@ only from their next heartbeat. With the fast follow-up on (``CooperativeConsume
 
 * the leader marks every member's assignment user data "follow-up pending, generation N"
   (the wire format is :mod:`kassign.protocol.follow_up_mark`), only when its assignor reports
-  partitions transferring ownership;
+  partitions transferring ownership -- but not a second generation in a row that, with no new
+  member, withholds a partition the marked generation before it withheld already;
 * a member that receives the mark rejoins as soon as its own revocations are done (at once when
-  it revoked nothing), at most once per marked generation and never for two marked generations
-  in a row: not for generation N+1's mark after generation N's, acted on or not. So a run of
-  rounds that keep withholding (a group that keeps changing, or a broker without a join barrier)
-  gets one early rejoin, then waits for heartbeats as plain KIP-429 does: no rejoin storm.
+  it revoked nothing), at most once per marked generation.
+
+A partition withheld again by the same members means the follow-up came before its owner had
+revoked it. On Apache Kafka that happens when the early rejoiners' JoinGroups reach the broker
+before a slower member's SyncGroup: that SyncGroup fails (REBALANCE_IN_PROGRESS), the member never
+hears what it had to revoke, and the next generation withholds it again; the join barrier then
+holds that next round until the member has rejoined, so marking it once more costs one quick
+round. On a broker without a join barrier (Tansu) an early rejoiner opens every next generation
+before the others have synced, so marks in a row would never end. Hence the bound: one such
+generation is marked, the next like it is not, and the members wait for heartbeats as plain
+KIP-429 does. A generation with a new member (the newcomers' JoinGroups of a scale-out straddling
+the first round) is a real change and is always marked: the marks stop when the group stops
+changing.
 
 Java and librdkafka members ignore assignment user data under ``cooperative-sticky``, so mixed
 groups read marked assignments as usual. Every kassign member strips the mark before handing the
@@ -46,20 +56,35 @@ class FollowUpPolicy:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self._last_mark = -2  # generation of the last marked assignment received, acted on or not
+        # As a leader: the generation it last marked, its members and the partitions it withheld.
+        self._marked_generation = -2
+        self._marked_members: frozenset[str] = frozenset()
+        self._marked_withheld: frozenset[object] = frozenset()
+        self._repeated = False  # the last marked generation withheld again what the one before did
 
-    def leader_marks(self, cooperative: bool, withheld: Collection[object] | None) -> bool:
-        """Whether a leader marks this round's assignments: fast follow-up on, the cooperative
-        protocol, and the assignor withheld at least one partition."""
-        return self.enabled and cooperative and bool(withheld)
+    def leader_marks(self, cooperative: bool, withheld: Collection[object] | None, generation: int,
+                     members: Collection[str] = ()) -> bool:
+        """Whether a leader marks the assignments of ``generation`` (``members``: its member ids): fast
+        follow-up on, the cooperative protocol, the assignor withheld at least one partition, and not
+        the second generation in a row to withhold, with no new member, partitions the marked
+        generation before it withheld (their owners did not hear of the revocation in time)."""
+        if not (self.enabled and cooperative and withheld):
+            return False
+        withheld, members = frozenset(withheld), frozenset(members)
+        again = bool(generation == self._marked_generation + 1 and withheld & self._marked_withheld
+                     and members <= self._marked_members)
+        if again and self._repeated:
+            log.info("generation %s withholds again partitions generations %s withheld too, with no new member; "
+                     "not marking the follow-up", generation, f"{generation - 2}-{generation - 1}")
+            return False
+        self._marked_generation, self._marked_members, self._marked_withheld = generation, members, withheld
+        self._repeated = again
+        return True
 
     def should_rejoin(self, mark: int) -> bool:
         """Whether a member that received an assignment marked for generation ``mark`` starts the
-        follow-up at once: only when the assignment it received before was not marked, i.e. not
-        for a mark of the generation right after its last marked one (nor that one again, nor an
-        older one). On a broker without a join barrier (Tansu) an early rejoiner opens generation
-        N+1 before the others have synced N and revoked, so N+1 withholds and is marked again;
-        acting on that too keeps the leader rejoining every round while the others never sync."""
-        act = self.enabled and mark > self._last_mark + 1
+        follow-up at once: once per marked generation (not that one again, nor an older one)."""
+        act = self.enabled and mark > self._last_mark
         if self.enabled and not act:
             log.debug("follow-up mark for generation %s not acted on (last marked assignment: generation %s)",
                       mark, self._last_mark)

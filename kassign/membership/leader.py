@@ -152,7 +152,7 @@ def assign_group(
     assignments = {member_id: Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data)
                    for member_id in subscriptions}
     transferring = getattr(assignor, "partitions_transferring_ownership", None)
-    if follow_up is not None and follow_up.leader_marks(cooperative, transferring):
+    if follow_up is not None and follow_up.leader_marks(cooperative, transferring, generation, subscriptions):
         log.info("generation %s: %d partitions withheld; marking the follow-up", generation, len(transferring or ()))
         assignments = mark_assignments(assignments, generation)
     return GroupAssignment(assignments)

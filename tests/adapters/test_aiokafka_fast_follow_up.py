@@ -62,21 +62,38 @@ def test_marked_assignments_decode_with_the_plain_consumer_protocol_struct():
 def test_leader_marks_only_cooperative_rounds_that_withhold_partitions():
     on, off = FollowUpPolicy(True), FollowUpPolicy(False)
     withheld = {TopicPartition("t", 0): "m2"}
-    assert on.leader_marks(True, withheld)
-    assert not on.leader_marks(True, {}) and not on.leader_marks(True, None)
-    assert not on.leader_marks(False, withheld)
-    assert not off.leader_marks(True, withheld)
+    assert on.leader_marks(True, withheld, 3)
+    assert not on.leader_marks(True, {}, 5) and not on.leader_marks(True, None, 5)
+    assert not on.leader_marks(False, withheld, 5)
+    assert not off.leader_marks(True, withheld, 5)
 
 
-def test_member_acts_once_per_marked_generation_and_never_two_in_a_row():
+def test_leader_marks_one_generation_withholding_again_not_two():
+    """Generation 4 withholding p1 again with the same members: p1's owner did not hear of 3 in time
+    (on Kafka its SyncGroup lost the race with the early rejoiners); marked once more. Generation 5
+    doing it again: unmarked, so a broker without a join barrier gets no storm. A generation with a
+    new member, or withholding only new partitions, is marked."""
+    leader = FollowUpPolicy(True)
+    p0, p1, p2 = (TopicPartition("t", p) for p in range(3))
+    assert leader.leader_marks(True, {p0: "m2", p1: "m2"}, 3, ["m1", "m2"])
+    assert leader.leader_marks(True, {p1: "m2"}, 4, ["m1", "m2"])  # withheld again: marked once
+    assert not leader.leader_marks(True, {p1: "m2"}, 5, ["m1", "m2"])  # and again: unmarked
+    assert leader.leader_marks(True, {p1: "m2"}, 6, ["m1", "m2"])  # not right after a marked one
+    assert leader.leader_marks(True, {p1: "m2"}, 7, ["m1", "m2"])  # again once
+    assert leader.leader_marks(True, {p1: "m3"}, 8, ["m1", "m2", "m3"])  # a new member: marked
+    assert leader.leader_marks(True, {p2: "m3"}, 9, ["m1", "m2", "m3"])  # new partitions only: marked
+    assert leader.leader_marks(True, {p2: "m1"}, 10, ["m1", "m3"])  # withheld again once
+    assert not leader.leader_marks(True, {p2: "m1"}, 11, ["m1", "m3"])
+
+
+def test_member_acts_once_per_marked_generation():
     policy = FollowUpPolicy(True)
     assert policy.should_rejoin(5)
     assert not policy.should_rejoin(5)  # the same mark again
-    assert not policy.should_rejoin(6)  # the generation right after the one acted on
-    assert not policy.should_rejoin(7)  # still marked in a row (not acted on 6 does not reopen it)
+    assert policy.should_rejoin(6)  # the generation right after: the leader marked it, so it is new work
     assert not policy.should_rejoin(4)  # an older mark
-    assert policy.should_rejoin(9)  # generation 8 was unmarked
-    assert policy.should_rejoin(0) is False and FollowUpPolicy(True).should_rejoin(0)
+    assert policy.should_rejoin(9)
+    assert FollowUpPolicy(True).should_rejoin(0)
     assert not FollowUpPolicy(False).should_rejoin(9)
 
 
@@ -90,7 +107,7 @@ def test_withheld_partitions_are_what_the_cooperative_assignor_reports():
     subs = {m: _subscription(assignor, owned[m], generation=1) for m in owned}
     subs["m3"] = _subscription(assignor, [])
     assignor.assign(counts, subs)
-    assert FollowUpPolicy(True).leader_marks(True, assignor.partitions_transferring_ownership)
+    assert FollowUpPolicy(True).leader_marks(True, assignor.partitions_transferring_ownership, 2)
 
 
 def _subscription(assignor, owned, generation=-1):
@@ -178,18 +195,19 @@ def test_mark_is_stripped_before_the_assignor_sees_its_user_data():
     assert asyncio.run(drive()) == [b"delay-state"]
 
 
-def test_member_follows_no_two_marked_generations_in_a_row_and_revokers_rejoin_anyway():
+def test_member_acts_once_per_marked_generation_and_revokers_rejoin_anyway():
     async def drive():
         member = _Offline(True)
         out = [await _sync(member, 1, [0, 1, 2], None)]
         out.append(await _sync(member, 2, [0, 1, 2], 2))  # acts on the mark
-        out.append(await _sync(member, 3, [0, 1, 2], 3))  # marked again right after: waits
-        out.append(await _sync(member, 4, [0, 1], 4))  # revokes 2: rejoins as KIP-429 says, mark or not
+        out.append(await _sync(member, 3, [0, 1, 2], 3))  # marked again right after (new work): acts
+        out.append(await _sync(member, 3, [0, 1, 2], 3))  # the same generation's mark again: waits
+        out.append(await _sync(member, 4, [0, 1], None))  # revokes 2: rejoins as KIP-429 says, mark or not
         out.append(await _sync(member, 5, [0, 1], None))
-        out.append(await _sync(member, 6, [0, 1], 6))  # acted on 4, not 5: acts
+        out.append(await _sync(member, 6, [0, 1], 2))  # an old generation's mark: waits
         return out
 
-    assert asyncio.run(drive()) == [False, True, False, True, False, True]
+    assert asyncio.run(drive()) == [False, True, True, False, True, False, False]
 
 
 def test_unmarked_and_eager_assignments_never_trigger_a_follow_up():

@@ -41,7 +41,9 @@ this module carries them out with aiokafka's requests, fetch state and listener 
   hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
 * ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a leader whose assignor
   withheld partitions marks every assignment, and a marked member rejoins without waiting for its
-  next heartbeat (once per marked generation, never twice in a row).
+  next heartbeat (once per marked generation; the leader marks at most one generation in a row that
+  withholds again what the one before withheld with no new member, so a broker without a join
+  barrier gets no storm).
 """
 
 from __future__ import annotations
