@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.sim.bench_calibration import bench_config, client_of, is_bench_meta, processing_of
+from kassign.sim.bench_meta import bench_config, client_of, is_bench_meta, processing_of
 from kassign.sim.config import BROKER_MODELS, SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate

@@ -331,7 +331,7 @@ class _Simulation:
 
 
 #: One run's state (clock, members, coordinator, events), for drivers that script membership changes
-#: themselves instead of through a scenario's steps (:mod:`kassign.sim.bench_calibration`).
+#: themselves instead of through a scenario's steps (:mod:`kassign.sim.calibration.harness`).
 Simulation = _Simulation
 
 

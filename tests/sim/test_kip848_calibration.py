@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kassign.sim.bench_calibration import BENCH_METRICS, BENCH_MODES, bench_config, load_bench_runs
-from kassign.sim.bench_consumer_protocol import (
+from kassign.sim.bench_meta import BENCH_MODES, bench_config
+from kassign.sim.calibration.benchmark import BENCH_METRICS, load_bench_runs
+from kassign.sim.calibration.consumer_protocol import (
     KIP848_RECORDINGS,
     compare_consumer_protocol,
     consumer_protocol_runs,

@@ -210,8 +210,9 @@ MEASURED_LIBRDKAFKA_GAP_MS = {"instant": 332.0, "process": 422.0}
 def test_librdkafka_heartbeats_go_when_its_main_thread_wakes(profile: str) -> None:
     # No heartbeat timer on the classic protocol: a due heartbeat waits for a commit or a 500 ms / 1 s
     # timer, so the gaps are well over the 250 ms interval, as measured.
-    from kassign.sim.bench_calibration import bench_config, load_bench_runs
-    from kassign.sim.bench_harness import BenchSimulation, harness_inputs
+    from kassign.sim.bench_meta import bench_config
+    from kassign.sim.calibration.benchmark import load_bench_runs
+    from kassign.sim.calibration.harness import BenchSimulation, harness_inputs
 
     (run,) = [r for r in load_bench_runs(reps=[1]) if r.name == f"{profile}-crash-rdkafka-r1"]
     sim = BenchSimulation(harness_inputs(run.meta, run.events()), bench_config(run.meta), seed=1)
