@@ -40,8 +40,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from kassign.broker import BrokerInfo, open_broker, replicated_settings, start_kafka  # noqa: E402
 from integration.churn import PROFILES, ChurnFailure, churn_problems, generate_sequence, run_sequence  # noqa: E402
+from kassign.broker import BrokerInfo, open_broker, replicated_settings, start_kafka  # noqa: E402
 
 log = logging.getLogger(__name__)
 

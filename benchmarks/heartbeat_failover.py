@@ -99,12 +99,13 @@ async def run_trials(cluster: Any, trials: int, phase_s: float) -> list[dict[str
         for trial in range(trials):
             # Kill at the same point of the interval every time: phase_s after a successful heartbeat.
             mark = time.monotonic()
-            await _wait(lambda: log.first(mark, True) is not None, 30, "a successful heartbeat")
+            await _wait(lambda: log.first(mark, True) is not None, 30, "a successful heartbeat")  # noqa: B023 - awaited here
             await asyncio.sleep(max(0.0, log.first(mark, True) + phase_s - time.monotonic()))
             node = await loop.run_in_executor(None, cluster.coordinator_node, group)
             killed = time.monotonic()
             await loop.run_in_executor(None, cluster.kill_node, node)
-            await _wait(lambda: log.first(killed, True) is not None, 120, "a heartbeat answered after the kill")
+            await _wait(lambda: log.first(killed, True) is not None, 120,  # noqa: B023 - awaited here
+                        "a heartbeat answered after the kill")
             failed = log.first(killed, False)
             recovered = log.first(killed, True)
             owned = len(consumer.assignment())

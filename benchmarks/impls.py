@@ -300,7 +300,7 @@ def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, meas
             previous = {m: tps for m, tps in fresh.items() if step != "leave" or m != case.leaver}
         prepared = impl.prepare(case, members, previous, PREVIOUS_GENERATION)
         try:
-            samples, result = measure(lambda: impl.run(prepared), limit, max_reps)
+            samples, result = measure(lambda: impl.run(prepared), limit, max_reps)  # noqa: B023 - run before the next
         except Timeboxed:
             row["skipped"] = f"skipped (>{limit:.0f}s)"
             log.info("%s %s %s: skipped (>%.0fs)", case.name, step, impl.name, limit)

@@ -20,8 +20,7 @@ import threading
 import time
 import uuid
 
-from _support import common_parser, run_example, ensure_topic, produce
-
+from _support import common_parser, ensure_topic, produce, run_example
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor
 
 log = logging.getLogger("mixed-group")

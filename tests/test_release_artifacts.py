@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from email.parser import Parser
 from email.message import Message
+from email.parser import Parser
 from pathlib import Path
 
 import pytest

@@ -49,8 +49,8 @@ def validate_assign_input(
             # checks a million names.
             "".join(sub.topics)
         except TypeError:
-            topic = next((t for t in sub.topics if not isinstance(t, str)), sub.topics)
-            raise TypeError(f"member {member!r} subscribes to a non-string topic {topic!r}") from None
+            bad: object = next((t for t in sub.topics if not isinstance(t, str)), sub.topics)
+            raise TypeError(f"member {member!r} subscribes to a non-string topic {bad!r}") from None
         generation = sub.generation_id
         if generation is not None:
             if isinstance(generation, bool) or not isinstance(generation, int):

@@ -64,7 +64,7 @@ def make_tls_files(directory: Path, users: Iterable[str]) -> TlsFiles:
     """Create a CA, the brokers' keystore and a client certificate per user in ``directory``."""
     x509, hashes, serialization, ec, pkcs12, eku, oid = _crypto()
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=_VALID_DAYS)
 
     def name(cn: str):  # noqa: ANN202

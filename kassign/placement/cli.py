@@ -21,7 +21,6 @@ from pathlib import Path
 
 from kassign.cli_errors import CLIError, handles_errors
 from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, ArgumentParser, bounded_int, finite_float
-
 from kassign.placement.plan import reassignment_json, summarize
 from kassign.placement.replica_assignment import assign_replicas_to_brokers
 

@@ -76,7 +76,9 @@ def mode_of(meta: Mapping[str, Any]) -> str:
 
 def is_bench_meta(meta: Mapping[str, Any] | None) -> bool:
     """Whether a meta.json is a ``benchmarks/rebalance.py`` recording's (it names its triggers and mode)."""
-    return bool(meta) and "triggers" in meta and str(meta.get("mode", "")) in MODE_NAMES  # type: ignore[operator]
+    if not meta:
+        return False
+    return "triggers" in meta and str(meta.get("mode", "")) in MODE_NAMES
 
 
 def processing_of(meta: Mapping[str, Any]) -> dict[str, float | None]:

@@ -207,7 +207,7 @@ class ConsumerGroupCoordinator:
         return False
 
     def _named(self, partitions: list[TopicIdPartitions]) -> frozenset[TopicPartition]:
-        out = set()
+        out: set[TopicPartition] = set()
         for t in partitions:
             name = self.topic_name(t.topic_id)
             if name is not None:

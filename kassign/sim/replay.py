@@ -465,7 +465,7 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
             reused = tuple(vacated[:len(group)])
             del vacated[:len(group)]
             instance_of.update(zip(live[len(live) - len(group):], reused))
-            step: Step = ScaleOut(len(group), instance_ids=reused)
+            step: ScaleOut | ScaleIn | Crash = ScaleOut(len(group), instance_ids=reused)
         elif kind == "leave":
             if len(group) >= len(live) and index == len(groups) - 2:
                 dropped = group  # the group's shutdown: nobody is left to take partitions over
@@ -518,7 +518,7 @@ def _close_newest(leaving: list[str], sim_names: dict[str, str], live: list[str]
     del live[-len(leaving):]
 
 
-def _with_timing(step: Step, after_s: float, phase: float | None) -> Step:
+def _with_timing(step: ScaleOut | ScaleIn | Crash, after_s: float, phase: float | None) -> Step:
     if isinstance(step, ScaleOut):
         return ScaleOut(step.count, after_s=after_s, phase=phase, instance_ids=step.instance_ids)
     if isinstance(step, ScaleIn):

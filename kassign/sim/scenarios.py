@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "ScaleOut",
@@ -104,7 +104,7 @@ class PartitionIncrease:
     phase: float | None = None
 
 
-Step = Union[ScaleOut, ScaleIn, RollingRestart, Crash, Flap, SubscriptionChange, PartitionIncrease]
+Step = ScaleOut | ScaleIn | RollingRestart | Crash | Flap | SubscriptionChange | PartitionIncrease
 
 STEP_KINDS: dict[str, type] = {
     "scale_out": ScaleOut,

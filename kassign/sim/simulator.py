@@ -229,18 +229,18 @@ class _Simulation:
             for member in self.live()[::-1][: step.count]:
                 member.close()
         elif isinstance(step, Crash):
-            member = self._pick(step.member)
-            if member is not None:
-                member.crash()
+            picked = self._pick(step.member)
+            if picked is not None:
+                picked.crash()
         elif isinstance(step, RollingRestart):
             live = self.live()
             if step.leader_last:
                 live = sorted(live, key=lambda m: m.id == self.coordinator.leader)  # stable: others keep their order
             self._restart_next([m.name for m in live], step)
         elif isinstance(step, Flap):
-            member = self._pick(step.member)
-            if member is not None:
-                self._flap(member.name, step.times, step)
+            picked = self._pick(step.member)
+            if picked is not None:
+                self._flap(picked.name, step.times, step)
         elif isinstance(step, SubscriptionChange):
             unknown = sorted(set(step.topics) - set(self.partitions_per_topic))
             if unknown:

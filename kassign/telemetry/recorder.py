@@ -213,8 +213,8 @@ class RebalanceRecorder:
             else:
                 self.record("sync", gen=generation, protocol=self.protocol)
         else:
-            self.record("rebalance_failed", **{"epoch" if consumer else "gen": generation},
-                        error=None if error is None else str(error))
+            numbered: dict[str, Any] = {"epoch" if consumer else "gen": generation}
+            self.record("rebalance_failed", **numbered, error=None if error is None else str(error))
 
     def heartbeat_completed(self, latency_ms: float, error: str | BaseException | None = None,
                             answered: bool = True) -> None:

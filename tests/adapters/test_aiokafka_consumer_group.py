@@ -35,18 +35,18 @@ from kassign.protocol.consumer_group_heartbeat import (  # noqa: E402
     TopicIdPartitions,
 )
 from kassign.protocol.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic  # noqa: E402
+from kassign.protocol.offset_commit import (  # noqa: E402
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 from kassign.protocol.offset_fetch import (  # noqa: E402
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
-)
-from kassign.protocol.offset_commit import (  # noqa: E402
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
 )
 
 T = uuid.UUID("11111111-1111-1111-1111-111111111111")

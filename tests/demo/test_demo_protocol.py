@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("aiokafka")
 
 import kassign.broker  # noqa: E402
-from kassign.broker import BrokerInfo  # noqa: E402
-from kassign.broker import group_config  # noqa: E402
+from kassign.broker import BrokerInfo, group_config  # noqa: E402
 from kassign.cli_errors import EXIT_INPUT, EXIT_RUNTIME, CLIError  # noqa: E402
 from kassign.demo import cli  # noqa: E402
 from kassign.demo.group import MemberFailed  # noqa: E402

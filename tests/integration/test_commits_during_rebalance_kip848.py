@@ -112,8 +112,8 @@ class NewEpochHeldBack:
     async def _send_req(self, request: Any) -> Any:
         message = getattr(request, "message", None)
         response = await self._send(request)
-        if isinstance(message, ConsumerGroupHeartbeatRequest) and self.armed and not self._release.is_set():
-            if response.error_code == 0 and response.member_epoch > self.coordinator.member.member_epoch > 0:
+        if (isinstance(message, ConsumerGroupHeartbeatRequest) and self.armed and not self._release.is_set()
+                and response.error_code == 0 and response.member_epoch > self.coordinator.member.member_epoch > 0):
                 self.held.set()
                 await self._release.wait()
         if isinstance(message, OffsetCommitRequest):

@@ -153,8 +153,15 @@ def acl_broker(kafka_broker):
 
 def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: bool = False) -> None:
     """Add (or remove) a DENY ``operation`` ACL for User:ANONYMOUS on the group or topic ``name``."""
-    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                       ResourcePatternType, ResourceType)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     kind = ResourceType.GROUP if resource == "group" else ResourceType.TOPIC

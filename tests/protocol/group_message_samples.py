@@ -19,6 +19,7 @@ from kassign.protocol.flexible_wire import ZERO_UUID, RawTaggedField
 from kassign.protocol.headers import RequestHeader, ResponseHeader
 from kassign.protocol.message_codec import (
     BOOL,
+    CLASSIC_NULLABLE_STRING,
     INT16,
     INT32,
     INT32_ARRAY,
@@ -26,7 +27,6 @@ from kassign.protocol.message_codec import (
     STRING,
     STRING_ARRAY,
     UUID,
-    CLASSIC_NULLABLE_STRING,
     FlexibleStruct,
     Message,
     NestedStruct,

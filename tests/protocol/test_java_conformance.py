@@ -13,12 +13,12 @@ from kassign import Assignment, Subscription, TopicPartition
 from kassign.protocol import (
     ProtocolError,
     decode_assignment,
-    decode_subscription,
     decode_sticky_user_data,
+    decode_subscription,
     encode_assignment,
     encode_cooperative_user_data,
-    encode_subscription,
     encode_sticky_user_data,
+    encode_subscription,
 )
 
 pytestmark = pytest.mark.java

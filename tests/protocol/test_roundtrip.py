@@ -12,12 +12,12 @@ from kassign import Assignment, Subscription, TopicPartition
 from kassign.protocol import (
     decode_assignment,
     decode_cooperative_user_data,
-    decode_subscription,
     decode_sticky_user_data,
+    decode_subscription,
     encode_assignment,
     encode_cooperative_user_data,
-    encode_subscription,
     encode_sticky_user_data,
+    encode_subscription,
 )
 
 # Per-test settings (not a global profile): other modules keep their own.

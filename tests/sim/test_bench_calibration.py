@@ -32,7 +32,6 @@ from kassign.sim.calibration.benchmark import (
     is_held_out,
     load_bench_runs,
     recorded_bench_metrics,
-    reproducible_cells,
     simulate_bench,
 )
 from kassign.sim.calibration.consumer_protocol import KIP848_RECORDINGS

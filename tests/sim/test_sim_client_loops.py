@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kassign.model import Assignment, Subscription
-from kassign.sim import Scenario, ScaleOut, SimConfig, simulate
+from kassign.sim import ScaleOut, Scenario, SimConfig, simulate
 from kassign.sim.coordinator import JoinResponse, KafkaCoordinator, SyncResponse
 from kassign.sim.engine import EventLoop
 from kassign.sim.member import LIBRDKAFKA_JOIN_INTERVAL_S
@@ -119,7 +119,7 @@ def test_join_barrier_waits_for_a_member_sent_member_id_required() -> None:
     coordinator.join(new, sub, True)  # back with its id
     loop.run(1.2, lambda: False)
     assert old.joins[-1].generation == new.joins[-1].generation == 2
-    assert set((old.joins[-1].members or {})) == {"old", "new"}
+    assert set(old.joins[-1].members or {}) == {"old", "new"}
 
 
 def test_a_pending_member_that_never_returns_stops_holding_the_barrier_after_its_session() -> None:

@@ -72,6 +72,8 @@ class CooperativeConsumer(AIOKafkaConsumer):
     ``partition_assignment_strategy`` are refused with it, as Java refuses them.
     """
 
+    _fetcher: Any  # built by start() (aiokafka's attribute, untyped)
+
     def __init__(
         self,
         *topics: str,

@@ -59,21 +59,21 @@ from aiokafka.protocol.commit import OffsetCommitRequest
 from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from kassign.adapters.aiokafka.static_heartbeat import (
-    FENCED_INSTANCE_ID,
-    FencedInstanceIdError,
-    InstanceHeartbeatRequest,
-)
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
 from kassign.adapters.aiokafka.commit_guard import CommitGuard, rebalance_in_progress
-from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
-from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
     cluster_inputs,
     encode_group_assignment,
     read_member_subscriptions,
     replica_racks,
+)
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
+from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
+from kassign.adapters.aiokafka.listener_hooks import call_hook
+from kassign.adapters.aiokafka.static_heartbeat import (
+    FENCED_INSTANCE_ID,
+    FencedInstanceIdError,
+    InstanceHeartbeatRequest,
 )
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
@@ -190,6 +190,10 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     ``assignors`` are kassign assignor instances belonging to this consumer alone.
     """
+
+    # Set by aiokafka's GroupCoordinator (untyped) or reset here.
+    generation: int
+    _group_subscription: set[str] | None
 
     def __init__(
         self,

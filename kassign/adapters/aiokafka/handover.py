@@ -63,7 +63,7 @@ def pause(assignment: Any, partitions: Iterable[AioTopicPartition]) -> None:
 
 def consumed_offsets(assignment: Any, partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
     """The positions of ``partitions`` that have one, as offsets to commit."""
-    offsets = {}
+    offsets: dict[AioTopicPartition, OffsetAndMetadata] = {}
     if assignment is None:
         return offsets
     for tp in partitions:

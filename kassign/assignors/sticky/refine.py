@@ -202,7 +202,7 @@ def _pred_cycle(pred: list[tuple[int, TopicPartition | None] | None]) -> int | N
     """A node on a cycle of the predecessor graph, or None."""
     state = [0] * len(pred)  # 0 new, 1 on the current walk, 2 done
     for first in range(len(pred)):
-        node = first
+        node: int | None = first
         walk = []
         while node is not None and state[node] == 0:
             state[node] = 1
