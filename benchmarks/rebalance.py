@@ -384,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seeds the processing times (default 1)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run and the table here")
     ap.add_argument("--record", type=Path, default=None,
-                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ (events.jsonl.gz, meta.json)")
+                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ "
+                         "(events.jsonl.gz, meta.json)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")

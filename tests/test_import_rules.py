@@ -109,7 +109,8 @@ def test_the_source_tree_keeps_its_import_rules():
 
 
 @pytest.mark.parametrize(("where", "code", "expected"), [
-    ("kassign/timeline/x.py", "from integration.churn import check\n", "kassign/timeline/x.py:1 imports integration.churn"),
+    ("kassign/timeline/x.py", "from integration.churn import check\n",
+     "kassign/timeline/x.py:1 imports integration.churn"),
     ("kassign/telemetry/x.py", "def f():\n    import benchmarks.rebalance\n", "imports benchmarks.rebalance"),
     ("kassign/assignors/x.py", "from kassign.adapters.aiokafka import CooperativeConsumer\n",
      "kassign/assignors/x.py:1 imports kassign.adapters.aiokafka"),

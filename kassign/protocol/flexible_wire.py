@@ -123,7 +123,8 @@ class FlexReader(Reader):
                 return None
             raise self.error(field, "non-nullable array is null", start)
         if count * min_element_size > self.remaining:
-            raise self.error(field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining", start)
+            raise self.error(field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining",
+                             start)
         return count
 
     def compact_int32_array(self, field: str, nullable: bool = False) -> list[int] | None:

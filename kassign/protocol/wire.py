@@ -120,7 +120,8 @@ class Reader:
         if count < 0:
             raise self.error(field, f"non-nullable array has negative length {count}", start)
         if count * min_element_size > len(self._view) - self.pos:
-            raise self.error(field, f"array of {count} elements cannot fit in the {len(self._view) - self.pos} bytes remaining", start)
+            remaining = len(self._view) - self.pos
+            raise self.error(field, f"array of {count} elements cannot fit in the {remaining} bytes remaining", start)
         return count
 
     def int32_array(self, field: str) -> array[int]:
@@ -174,7 +175,8 @@ class Writer:
             raise TypeError(f"{field} must be a str, got {value!r}")
         raw = value.encode("utf-8")
         if len(raw) > _MAX_STRING_BYTES:
-            raise ValueError(f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
+            raise ValueError(
+                f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
         return raw
 
     def string(self, value: str, field: str) -> None:

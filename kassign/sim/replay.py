@@ -161,7 +161,8 @@ class ReplayReport:
         width = max([len("phase"), len("total")] + [len(p.name) for p in self.phases])
         cell = 21
         lines.append(f"{'phase':<{width}}  {'members':>7}  " + "  ".join(f"{m:>{cell}}" for m in COMPARED_METRICS))
-        lines.append(f"{'':<{width}}  {'':>7}  " + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS))
+        lines.append(f"{'':<{width}}  {'':>7}  "
+                     + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS))
         for p in self.phases:
             cells = [_pair(getattr(p.recorded, m), getattr(p.simulated, m), m) for m in COMPARED_METRICS]
             lines.append(f"{p.name:<{width}}  {f'{p.members[0]}->{p.members[1]}':>7}  "
@@ -188,7 +189,8 @@ class ReplayReport:
             "recorded_as": self.recorded_as,
             "simulated_as": self.simulated_as,
             "config": self.config.to_dict(),
-            "phases": {p.name: {"members": list(p.members), "recorded": plain(p.recorded), "simulated": plain(p.simulated)}
+            "phases": {p.name: {"members": list(p.members), "recorded": plain(p.recorded),
+                                "simulated": plain(p.simulated)}
                        for p in self.phases},
             "totals": {m: {"recorded": r, "simulated": s} for m, (r, s) in self.totals().items()},
             "difference": self.difference(),
@@ -337,7 +339,8 @@ def _topics(recording: Recording) -> tuple[dict[str, int], tuple[str, ...] | Non
                      if e.ev == "subscribed" and e.extra.get("topics")}
     subscribed = tuple(sorted({t for s in subscriptions for t in s})) or None
     if len(subscriptions) > 1:
-        notes.append(f"members subscribed to different topic sets; every simulated member takes their union {subscribed}")
+        notes.append("members subscribed to different topic sets; every simulated member takes their union "
+                     f"{subscribed}")
     for topic in subscribed or ():
         counts.setdefault(topic, 0)
     npart = (recording.meta or {}).get("npart")

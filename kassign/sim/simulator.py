@@ -133,7 +133,8 @@ class _Simulation:
                 heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic,
                 assignment_interval_s=config.assignment_interval_ms / 1000)
         elif config.broker == "kafka":
-            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common)
+            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000,
+                                                **common)
         else:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
@@ -294,7 +295,8 @@ class _Simulation:
         """A generous bound on the scenario's length, then ``horizon_ms`` to settle."""
         total, size = 0.0, self.scenario.members
         for step in self.scenario.steps:
-            total += step.after_s + (self.config.metadata_max_age_ms / 1000 if isinstance(step, PartitionIncrease) else 0)
+            metadata_wait = self.config.metadata_max_age_ms / 1000 if isinstance(step, PartitionIncrease) else 0
+            total += step.after_s + metadata_wait
             if isinstance(step, ScaleOut):
                 size += step.count
             elif isinstance(step, RollingRestart):

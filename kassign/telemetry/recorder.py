@@ -46,7 +46,8 @@ class RebalanceRecorder:
     suffix); ``group`` and ``protocol`` ("eager" or "cooperative" on the classic group protocol,
     "consumer" on the consumer group protocol of KIP-848) are labels, and ``protocol`` also picks
     the rules: how rebalances are inferred from callbacks, which events the hooks write, which
-    metrics are reported (None: detected by ``attach``, else eager). ``queue_size`` bounds the events waiting for the sink; beyond it events are
+    metrics are reported (None: detected by ``attach``, else eager). ``queue_size`` bounds the events waiting
+    for the sink; beyond it events are
     dropped and counted. ``metric_config`` sets Java's sampling windows for the avg/max/rate
     metrics (default two samples of 30 s). ``clock`` gives unix seconds.
 

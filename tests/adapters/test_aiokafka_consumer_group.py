@@ -127,8 +127,8 @@ class FakeGroupCoordinator:
             error = self.fetch_errors.pop(0) if self.fetch_errors else 0
             (group,) = message.groups
             return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group.group_id, [] if error else [
-                OffsetFetchResponseTopics(TOPIC, partitions=[OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x")
-                                                             for p in t.partition_indexes])
+                OffsetFetchResponseTopics(TOPIC, partitions=[
+                    OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x") for p in t.partition_indexes])
                 for t in group.topics], error)])
         raise AssertionError(f"unexpected request {message!r}")
 

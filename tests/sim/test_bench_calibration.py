@@ -60,7 +60,8 @@ HELD_OUT_MISSES: dict[tuple[str, str, str], set[str]] = {
 #: runs' first five against their last five.
 REPRODUCIBLE = {"unowned_ps": 34, "settle_s": 38, "moved": 39}
 REPRODUCIBLE_HALVES = {"unowned_ps": 35, "settle_s": 39, "moved": 40}
-AIOKAFKA_MODES = {name for name, mode in BENCH_MODES.items() if mode.client == "aiokafka" and mode.group_protocol == "classic"}
+AIOKAFKA_MODES = {name for name, mode in BENCH_MODES.items()
+                  if mode.client == "aiokafka" and mode.group_protocol == "classic"}
 
 
 @pytest.fixture(scope="module")

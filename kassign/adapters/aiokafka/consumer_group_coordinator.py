@@ -526,7 +526,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 # FindCoordinator refused (no Describe on the group): Java reports it and keeps looking
                 # the coordinator up after the backoff, so an ACL added later is picked up.
                 self._report(GroupAuthorizationFailed(
-                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"))
+                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED",
+                    "GROUP_AUTHORIZATION_FAILED"))
                 log.error("group %s: not authorized to find the coordinator (%s); retrying", self.group_id, err)
                 member.on_heartbeat_failure("FindCoordinator: GROUP_AUTHORIZATION_FAILED")
                 last_sent = time.monotonic()

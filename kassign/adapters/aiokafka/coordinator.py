@@ -39,8 +39,8 @@ this module carries them out with aiokafka's requests, fetch state and listener 
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
 * a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
   hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
-* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a leader whose assignor
-  withheld partitions marks every assignment, and a marked member rejoins without waiting for its
+* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a
+  leader whose assignor withheld partitions marks every assignment, and a marked member rejoins without waiting for its
   next heartbeat (once per marked generation, never twice in a row).
 """
 
@@ -363,10 +363,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     # -- after SyncGroup -------------------------------------------------------------------
 
-    async def _on_join_complete(self, generation: int, member_id: str, protocol: str, member_assignment_bytes: bytes) -> None:
+    async def _on_join_complete(self, generation: int, member_id: str, protocol: str,
+                                member_assignment_bytes: bytes) -> None:
         assignor = self._lookup_assignor(protocol)
         if assignor is None:
-            raise Errors.KafkaError(f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
+            raise Errors.KafkaError(
+                f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
         try:
             received = decode_assignment(member_assignment_bytes)
         except ProtocolError as exc:
@@ -508,7 +510,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._lost_cause = "it left the group"
         if departure.lost:
             await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
-        if poll_timeout and self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+        if poll_timeout and self._subscription.subscription is not None \
+                and self._subscription.partitions_auto_assigned():
             self._install(frozenset(), carried=frozenset())  # no more records of the partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.

@@ -61,7 +61,8 @@ def pause(assignment: Any, partitions: Iterable[AioTopicPartition]) -> None:
             state.pause()
 
 
-def consumed_offsets(assignment: Any, partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
+def consumed_offsets(assignment: Any,
+                     partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
     """The positions of ``partitions`` that have one, as offsets to commit."""
     offsets: dict[AioTopicPartition, OffsetAndMetadata] = {}
     if assignment is None:

@@ -63,7 +63,8 @@ class _Refiner:
     def cost(self, tp: TopicPartition, member: int) -> int:
         """What ``tp`` costs at ``member``: off its replicas' racks, away from its owner."""
         owner = self.owner.get(tp)
-        return (self.rate * self.k + 1) * self.racks.mismatch(member, tp) + self.k * (owner is not None and owner != member)
+        moved = owner is not None and owner != member
+        return (self.rate * self.k + 1) * self.racks.mismatch(member, tp) + self.k * moved
 
     def run(self) -> dict[TopicPartition, int]:
         moved: dict[TopicPartition, int] = {}

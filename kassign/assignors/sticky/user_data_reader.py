@@ -164,7 +164,8 @@ class StickyUserDataReader:
             segment = starts.get(raw)
             if segment is not None and done + segment.entries <= n_entries and pos + segment.size <= size \
                     and segment.fixed.unpack_from(buf, pos) == segment.expected_fixed:
-                extend(map(_new, repeat(tp_type), zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
+                extend(map(_new, repeat(tp_type),
+                           zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
                 pos += segment.size
                 done += segment.entries
                 by_segments += segment.entries

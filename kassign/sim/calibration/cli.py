@@ -58,13 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             ap.error(f"--reps must be comma-separated numbers, got {args.reps!r}")
     if args.protocol == "consumer":
-        return _consumer_protocol(args.root or KIP848_RECORDINGS, list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
+        return _consumer_protocol(args.root or KIP848_RECORDINGS,
+                                  list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
                                   fit=args.fit, report_to=args.report)
     root = args.root or BENCH_RECORDINGS
     if args.report is not None:
         args.report.write_text(report(root))
         return 0
-    runs = load_bench_runs(root, reps=reps) if reps is not None else [r for r in load_bench_runs(root) if is_held_out(r)]
+    if reps is not None:
+        runs = load_bench_runs(root, reps=reps)
+    else:
+        runs = [r for r in load_bench_runs(root) if is_held_out(r)]
     presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
     if args.fit:
         for client in presets:

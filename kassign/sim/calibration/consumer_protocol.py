@@ -39,7 +39,8 @@ CONSUMER_FITTED_REPS = (1, 2, 3)
 CONSUMER_HELD_OUT_REPS = (4, 5)
 
 
-def consumer_protocol_runs(root: str | Path = KIP848_RECORDINGS, *, reps: Sequence[int] | None = None) -> list[BenchRun]:
+def consumer_protocol_runs(root: str | Path = KIP848_RECORDINGS, *,
+                           reps: Sequence[int] | None = None) -> list[BenchRun]:
     """The runs of the consumer-protocol modes under ``root`` (the classic rows recorded beside them
     are left to the classic calibration)."""
     return [r for r in load_bench_runs(root, reps=reps) if BENCH_MODES[mode_of(r.meta)].group_protocol == "consumer"]
@@ -77,7 +78,8 @@ def consumer_protocol_report(root: Path = KIP848_RECORDINGS) -> str:
              "metric passes within 25 % of the recorded median; `moved` must be equal.", "",
              "Client latencies on this protocol (`KAFKA44_CONSUMER_PRESETS`, ms; `spawn_ms` measured, "
              f"{', '.join(CONSUMER_FITTED)} fitted on r1-r3):", ""]
-    lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items() if k in ("spawn_ms", *CONSUMER_FITTED))
+    shown = ("spawn_ms", *CONSUMER_FITTED)
+    lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items() if k in shown)
               for client, values in KAFKA44_CONSUMER_PRESETS.items()]
     for title, rows in sections:
         totals = summary(rows)

@@ -95,8 +95,9 @@ def cell_loss(row: CellComparison) -> float:
                + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
                + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
                + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0))
-    runs = statistics.fmean(_log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
-                            for _, r, s in row.per_run)
+    runs = statistics.fmean(
+        _log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
+        for _, r, s in row.per_run)
     return medians + 0.5 * runs
 
 
