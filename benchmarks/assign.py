@@ -92,7 +92,8 @@ def collect(args: argparse.Namespace) -> list[Row]:
             python_impls.append(python_impl(name))
         except ImportError as exc:
             log.warning("%s unavailable: %s", name, exc)
-            rows += [{"impl": name, "case": c, "step": s, "skipped": f"unavailable ({exc})"} for c in cases for s in steps]
+            rows += [{"impl": name, "case": c, "step": s, "skipped": f"unavailable ({exc})"}
+                     for c in cases for s in steps]
     # A time-boxed implementation is not retried on a case at least as large.
     boxed_at: dict[str, tuple[int, str]] = {}
     for case in cases.values():
@@ -108,10 +109,12 @@ def collect(args: argparse.Namespace) -> list[Row]:
             rows += new
         for impl_name in (i for i in JAVA_IMPLS if i in args.impls):
             try:
-                rows += run_java(impl_name, args.case_dir / f"{case.name}.txt", steps, args.timebox, args.warmup_seconds)
+                rows += run_java(impl_name, args.case_dir / f"{case.name}.txt", steps, args.timebox,
+                                 args.warmup_seconds)
             except Exception as exc:  # no Java on this machine is a result to print, not a crash
                 log.warning("%s on %s unavailable: %s", impl_name, case.name, exc)
-                rows += [{"impl": impl_name, "case": case.name, "step": s, "skipped": f"unavailable ({exc})"} for s in steps]
+                rows += [{"impl": impl_name, "case": case.name, "step": s, "skipped": f"unavailable ({exc})"}
+                         for s in steps]
     if K4_IMPL in args.impls:
         if not k4_built():
             log.warning("kafka4-uniform is not available (set KAFKA4_UNIFORM_TOOL to its built directory): "

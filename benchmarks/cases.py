@@ -30,7 +30,8 @@ STEPS = ("fresh", "leave", "join")
 
 @dataclass(frozen=True)
 class Case:
-    """One group shape: topic sizes, member subscriptions (file order), the leave step's leaver and the join step's joiner."""
+    """One group shape: topic sizes, member subscriptions (file order), the leave step's leaver and the join
+    step's joiner."""
 
     name: str
     topics: dict[str, int]

@@ -40,8 +40,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from kassign.broker import BrokerInfo, open_broker, replicated_settings, start_kafka  # noqa: E402
 from integration.churn import PROFILES, ChurnFailure, churn_problems, generate_sequence, run_sequence  # noqa: E402
+from kassign.broker import BrokerInfo, open_broker, replicated_settings, start_kafka  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.sequences))
-    totals = dict(sequences=0, failed=0, stalled=0, steps=0, generations=0, records=0, double_owned_ps=0.0, unowned_ps=0.0,
+    totals = dict(sequences=0, failed=0, stalled=0, steps=0, generations=0, records=0, double_owned_ps=0.0,
+                  unowned_ps=0.0,
                   duplicates=0, unexcused=0, lost=0, failovers=0, failovers_mid=0, zombies=0, late_rejected=0,
                   slow=0, slow_rebalance=0, slow_expelled=0, zombie_ps=0.0, hung=0, kept_commit_failures=0)
     faulty = PROFILES[args.profile].faulty
@@ -112,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(f"ok   {result.summary()}", flush=True)
     print("\nchurn soak summary")
-    print(f"  sequences            {totals['sequences']} ({totals['failed']} failed, {totals['stalled']} of them stalled)")
+    print(f"  sequences            {totals['sequences']} ({totals['failed']} failed, "
+          f"{totals['stalled']} of them stalled)")
     print(f"  steps                {totals['steps']}")
     print(f"  rebalances (gens)    {totals['generations']}")
     print(f"  records produced     {totals['records']}")

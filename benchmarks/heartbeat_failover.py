@@ -99,16 +99,18 @@ async def run_trials(cluster: Any, trials: int, phase_s: float) -> list[dict[str
         for trial in range(trials):
             # Kill at the same point of the interval every time: phase_s after a successful heartbeat.
             mark = time.monotonic()
-            await _wait(lambda: log.first(mark, True) is not None, 30, "a successful heartbeat")
+            await _wait(lambda: log.first(mark, True) is not None, 30, "a successful heartbeat")  # noqa: B023 - awaited here
             await asyncio.sleep(max(0.0, log.first(mark, True) + phase_s - time.monotonic()))
             node = await loop.run_in_executor(None, cluster.coordinator_node, group)
             killed = time.monotonic()
             await loop.run_in_executor(None, cluster.kill_node, node)
-            await _wait(lambda: log.first(killed, True) is not None, 120, "a heartbeat answered after the kill")
+            await _wait(lambda: log.first(killed, True) is not None, 120,  # noqa: B023 - awaited here
+                        "a heartbeat answered after the kill")
             failed = log.first(killed, False)
             recovered = log.first(killed, True)
             owned = len(consumer.assignment())
-            row = {"trial": trial, "killed_node": node, "first_failure_s": round(failed - killed, 3) if failed else None,
+            row = {"trial": trial, "killed_node": node,
+                   "first_failure_s": round(failed - killed, 3) if failed else None,
                    "recovered_s": round(recovered - killed, 3),
                    "retry_gap_s": round(recovered - failed, 3) if failed else None, "owned_after": owned}
             print(json.dumps(row), flush=True)
@@ -149,7 +151,8 @@ def main() -> None:
         "retry_gap_s": {"median": statistics.median(gaps), "max": max(gaps)} if gaps else None,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"heartbeat-failover-{time.strftime('%Y-%m-%d')}-kafka{version.replace('.', '')}-{args.label}.json"
+    day, kafka = time.strftime("%Y-%m-%d"), version.replace(".", "")
+    path = args.out / f"heartbeat-failover-{day}-kafka{kafka}-{args.label}.json"
     path.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"{args.label}: recovered after a median {summary['recovered_s']['median']:.2f} s "
           f"(max {summary['recovered_s']['max']:.2f} s); retry gap median "

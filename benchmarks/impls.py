@@ -3,7 +3,8 @@
 In-process (Python): the CPython floor, kassign's StickyAssignor and CooperativeStickyAssignor, aiokafka's
 StickyPartitionAssignor. Out of process (Java): kafka-clients 3.9.1's StickyAssignor and
 CooperativeStickyAssignor (``java/StickyBench.java``) and Kafka 4's broker-side UniformAssignor (the separate
-``kafka4-uniform`` tool, given by ``$KAFKA4_UNIFORM_TOOL``). Every implementation's leave/join step starts from its own fresh result.
+``kafka4-uniform`` tool, given by ``$KAFKA4_UNIFORM_TOOL``). Every implementation's leave/join step starts from
+its own fresh result.
 
 A result row is a plain dict (the JSON the Java tools print): ``impl, case, step, members`` and either
 ``skipped`` (why) or ``medianMs, samplesMs, balance, moved, valid`` (and, for kassign, ``peakBytes`` and
@@ -213,7 +214,8 @@ class KassignCooperative(KassignSticky):
         from kassign.assignors import CooperativeStickyAssignor
         from kassign.protocol import encode_cooperative_user_data
 
-        self._subscription, self._assignor, self._encode = Subscription, CooperativeStickyAssignor, encode_cooperative_user_data
+        self._subscription, self._assignor = Subscription, CooperativeStickyAssignor
+        self._encode = encode_cooperative_user_data
 
     def prepare(self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None,
                 generation: int) -> tuple[dict[str, int], dict[str, Any]]:
@@ -300,7 +302,7 @@ def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, meas
             previous = {m: tps for m, tps in fresh.items() if step != "leave" or m != case.leaver}
         prepared = impl.prepare(case, members, previous, PREVIOUS_GENERATION)
         try:
-            samples, result = measure(lambda: impl.run(prepared), limit, max_reps)
+            samples, result = measure(lambda: impl.run(prepared), limit, max_reps)  # noqa: B023 - run before the next
         except Timeboxed:
             row["skipped"] = f"skipped (>{limit:.0f}s)"
             log.info("%s %s %s: skipped (>%.0fs)", case.name, step, impl.name, limit)
@@ -371,7 +373,8 @@ def run_java(impl: str, case_file: Path, steps: tuple[str, ...], limit: float, w
         raise RuntimeError(f"StickyBench exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     for r in rows:
         log.info("%s %s %s: %s", r["case"], r["step"], impl,
-                 r.get("skipped") or f"{r['medianMs']:.1f} ms, balance {r['balance']}, moved {r['moved']}, {r['valid']}")
+                 r.get("skipped")
+                 or f"{r['medianMs']:.1f} ms, balance {r['balance']}, moved {r['moved']}, {r['valid']}")
     return rows
 
 

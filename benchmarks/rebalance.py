@@ -64,11 +64,12 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from kassign.broker import open_broker  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
+from kassign.broker import open_broker  # noqa: E402
+from kassign.model import TopicPartition  # noqa: E402
 from kassign.timeline.events import Event  # noqa: E402
 from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
@@ -81,7 +82,6 @@ from kassign.timeline.metrics import (  # noqa: E402
     processing_times,
     unowned_partition_seconds,
 )
-from kassign.model import TopicPartition  # noqa: E402
 
 log = logging.getLogger("benchmarks.rebalance")
 
@@ -384,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seeds the processing times (default 1)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run and the table here")
     ap.add_argument("--record", type=Path, default=None,
-                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ (events.jsonl.gz, meta.json)")
+                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ "
+                         "(events.jsonl.gz, meta.json)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")

@@ -103,7 +103,8 @@ def render(results: Results, cases: list[Case], steps: tuple[str, ...]) -> str:
         body.append(row)
     out.append("Time per assign() call, ms (median); xfloor = kassign / CPython floor\n" + _table(header, body))
     if any(r.get("quoted") for r in results.rows):
-        out.append("* quoted from the kafka4-uniform README: the tool is not built on this machine, so not measured here")
+        out.append("* quoted from the kafka4-uniform README: the tool is not built on this machine, "
+                   "so not measured here")
 
     ratio_specs = [("sticky/java", "kassign-sticky", "java-sticky"), ("coop/java", "kassign-coop", "java-coop"),
                    ("sticky/k4", "kassign-sticky", "k4-uniform"), ("coop/k4", "kassign-coop", "k4-uniform"),
@@ -133,14 +134,16 @@ def render(results: Results, cases: list[Case], steps: tuple[str, ...]) -> str:
                 row.append(cell)
             body.append(row)
         out.append("Quality: balance (max-min partitions per member) / partitions moved; cooperative: after the\n"
-                   "second round, (rev N) = partitions revoked in the first\n" + _table(["case", "shape", "step"] + quality_cols, body))
+                   "second round, (rev N) = partitions revoked in the first\n"
+                   + _table(["case", "shape", "step"] + quality_cols, body))
 
     mem_rows = [(c, s, i, results.get(i, c.name, s)) for c, s in keys for i in KASSIGN]
     mem_rows = [(c, s, i, r) for c, s, i, r in mem_rows if r is not None and r.get("peakBytes") is not None]
     if mem_rows:
         body = [[c.name, c.shape, s, i, f"{r['peakBytes'] / 2**20:,.1f}", f"{r['resultBytes'] / 2**20:,.1f}",
                  fmt_ratio(r["peakBytes"] / r["resultBytes"] if r["resultBytes"] else None)] for c, s, i, r in mem_rows]
-        out.append("Memory: peak tracemalloc allocation inside assign() vs the returned assignment (lists + tuples), MiB\n"
+        out.append("Memory: peak tracemalloc allocation inside assign() vs the returned assignment "
+                   "(lists + tuples), MiB\n"
                    + _table(["case", "shape", "step", "impl", "peak", "result", "peak/result"], body))
     return "\n\n".join(out)
 
@@ -202,7 +205,8 @@ def targets(results: Results, case_names: list[str], steps: tuple[str, ...]) -> 
                         out.append(t)
 
     each(["S4"], ["fresh"], lambda i, c, s: _check(results, "1M uniform fresh <= 1.25x floor", i, c, s, "floor", 1.25))
-    each(["S4"], ["leave", "join"], lambda i, c, s: _check(results, "1M uniform leave/join <= 3x floor", i, c, s, "floor", 3))
+    each(["S4"], ["leave", "join"],
+         lambda i, c, s: _check(results, "1M uniform leave/join <= 3x floor", i, c, s, "floor", 3))
     each(["S4_last1"], ["fresh", "leave", "join"],
          lambda i, c, s: _check(results, "2,000 x 1M last-on-one-topic <= 2x floor", i, c, s, "floor", 2))
     each(["S3"], ["fresh", "leave", "join"],
@@ -230,7 +234,8 @@ def _aiokafka(results: Results, impl: str, case: str, step: str) -> Target:
         return Target("N/A", f"{label}: not measured")
     if "medianMs" in theirs:
         x = theirs["medianMs"] / mine
-        return Target("PASS" if x >= 100 else "FAIL", f"{label}: {x:,.0f}x ({fmt_ms(theirs['medianMs'])} vs {fmt_ms(mine)} ms)")
+        return Target("PASS" if x >= 100 else "FAIL",
+                      f"{label}: {x:,.0f}x ({fmt_ms(theirs['medianMs'])} vs {fmt_ms(mine)} ms)")
     bound = _skip_seconds(theirs.get("skipped", ""))
     if bound is None:
         return Target("N/A", f"{label}: aiokafka {theirs.get('skipped') or theirs.get('error')}")
@@ -275,4 +280,5 @@ def _memory(results: Results, impl: str, case: str, step: str) -> Target:
         return Target("N/A", f"{label}: not measured")
     x = r["peakBytes"] / r["resultBytes"]
     return Target("PASS" if x <= 2.5 else "FAIL",
-                  f"{label}: {x:.2f}x ({r['peakBytes'] / 2**20:,.0f} MiB peak, {r['resultBytes'] / 2**20:,.0f} MiB result)")
+                  f"{label}: {x:.2f}x ({r['peakBytes'] / 2**20:,.0f} MiB peak, "
+                  f"{r['resultBytes'] / 2**20:,.0f} MiB result)")

@@ -23,7 +23,8 @@ from typing import Any
 from kassign.sim import SimConfig, make_scenario, simulate
 from kassign.spark.grid import expand_grid
 
-PAIRS = (("range", "eager"), ("sticky", "eager"), ("cooperative-sticky", "eager"), ("cooperative-sticky", "cooperative"))
+PAIRS = (("range", "eager"), ("sticky", "eager"), ("cooperative-sticky", "eager"),
+         ("cooperative-sticky", "cooperative"))
 KINDS = ("scale_out", "scale_in", "crash", "rolling_restart", "flap", "partition_increase", "random")
 CONFIG = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, "metadata_max_age_ms": 5000}
 

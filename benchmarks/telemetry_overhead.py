@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kassign.broker import open_broker  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
+from kassign.broker import open_broker  # noqa: E402
 from kassign.telemetry import RebalanceRecorder  # noqa: E402
 
 PARTITIONS = 6

@@ -7,9 +7,11 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))
 
+from kassign import __version__  # noqa: E402 - importable once the checkout is on the path
+
 project = "kassign"
 author = "kassign developers"
-release = "0.1.0"
+release = __version__
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # Links to a section of another page: [text](brokers.md#which-broker-a-test-run-uses)

@@ -25,7 +25,6 @@ import time
 import uuid
 
 from _support import common_parser, run_example
-
 from kassign.adapters.aiokafka import CooperativeConsumer
 from kassign.assignors import DelayedCooperativeStickyAssignor
 from kassign.demo.group import DemoGroup, GroupTiming, KeyedStream, create_topic

@@ -26,10 +26,10 @@ import sys
 import time
 import uuid
 
-from _support import common_parser, run_example
 from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
+from _support import common_parser, run_example
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, RangeAssignor
 from kassign.demo.group import DemoGroup, GroupTiming, KeyedStream, create_topic
 

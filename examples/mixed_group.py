@@ -20,8 +20,7 @@ import threading
 import time
 import uuid
 
-from _support import common_parser, run_example, ensure_topic, produce
-
+from _support import common_parser, ensure_topic, produce, run_example
 from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor
 
 log = logging.getLogger("mixed-group")
@@ -109,7 +108,8 @@ async def main_async(args) -> dict:
     timing = {"session_ms": args.session_ms, "heartbeat_ms": args.heartbeat_ms}
     rdkafka, aio = dict(timing), dict(timing)
     stop, snapshot = threading.Event(), threading.Event()
-    thread = threading.Thread(target=run_librdkafka_member, args=(args.bootstrap, group, topic, stop, snapshot, rdkafka),
+    thread = threading.Thread(target=run_librdkafka_member,
+                              args=(args.bootstrap, group, topic, stop, snapshot, rdkafka),
                               name="librdkafka-member")
     thread.start()
     feeding = asyncio.create_task(produce(args.bootstrap, topic, 50, args.seconds))

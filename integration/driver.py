@@ -520,7 +520,8 @@ class GroupDriver:
         shown = [e for e in events if e.ev not in ("progress", "processed")][-count:]
         lines = []
         for e in shown:
-            detail = "" if e.parts is None else " " + str([p.partition if len(self.topics) == 1 else p for p in e.parts])
+            one_topic = len(self.topics) == 1
+            detail = "" if e.parts is None else " " + str([p.partition if one_topic else p for p in e.parts])
             extra = {k: v for k, v in e.extra.items() if k in ("gen", "error", "protocol")}
             lines.append(f"  {e.t - t0:7.2f} {e.id} {e.ev}{detail}{' ' + str(extra) if extra else ''}")
         return "\n".join(lines)

@@ -196,7 +196,8 @@ def assert_settled(events: Sequence[Event], partitions: Iterable[TopicPartition]
         raise TimelineCheckError("group not settled: " + "; ".join(problems[:20]))
 
 
-def processed_offsets(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, Counter[int]]:
+def processed_offsets(events: Iterable[Event],
+                      default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, Counter[int]]:
     """Partition -> how many times each offset was processed (by any member)."""
     out: dict[TopicPartition, Counter[int]] = defaultdict(Counter)
     for _, tp, spans in processed_ranges(events, default_topic):

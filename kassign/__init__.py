@@ -8,4 +8,4 @@ client glue lives in :mod:`kassign.adapters`.
 from kassign.model import Assignment, GroupSubscription, RebalanceProtocol, Subscription, TopicPartition
 
 __all__ = ["TopicPartition", "Subscription", "Assignment", "RebalanceProtocol", "GroupSubscription"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

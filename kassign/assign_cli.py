@@ -45,14 +45,14 @@ def _partition(value: object, where: str) -> TopicPartition:
         value = [topic, number]
     if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str):
         raise ValueError(f"{where}: a partition is [topic, number] or \"topic:number\", got {_short(value)}")
-    number = value[1]
-    if isinstance(number, str) and number.strip().lstrip("-").isdigit() and len(number) < 20:
-        number = int(number)
-    if isinstance(number, bool) or not isinstance(number, int):
+    partition: object = value[1]
+    if isinstance(partition, str) and partition.strip().lstrip("-").isdigit() and len(partition) < 20:
+        partition = int(partition)
+    if isinstance(partition, bool) or not isinstance(partition, int):
         raise ValueError(f"{where}: partition number must be an integer, got {_short(value[1])}")
-    if not 0 <= number < MAX_PARTITIONS_PER_TOPIC:
-        raise ValueError(f"{where}: partition number {number} is outside 0..{MAX_PARTITIONS_PER_TOPIC - 1:,}")
-    return TopicPartition(value[0], number)
+    if not 0 <= partition < MAX_PARTITIONS_PER_TOPIC:
+        raise ValueError(f"{where}: partition number {partition} is outside 0..{MAX_PARTITIONS_PER_TOPIC - 1:,}")
+    return TopicPartition(value[0], partition)
 
 
 def _short(value: object, limit: int = 60) -> str:

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from kassign.cli_errors import CLIError, EXIT_INPUT, report, run_command, set_verbose
+from kassign.cli_errors import EXIT_INPUT, CLIError, report, run_command, set_verbose
 from kassign.cli_options import configure_logging, restore_logging, split_global_options
 
 __all__ = ["COMMANDS", "main"]

@@ -17,6 +17,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from kassign.cli_errors import EXIT_INPUT
 
@@ -176,7 +177,7 @@ class ArgumentParser(argparse.ArgumentParser):
         group.add_argument("--log-level", dest="_log_level", metavar="LEVEL", type=str.upper, choices=LEVELS,
                            help="log level (DEBUG, INFO, WARNING, ERROR)")
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         """One line on stderr and exit 2 (argparse prints the whole usage)."""
         message = " ".join(message.split())
         sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")

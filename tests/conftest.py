@@ -183,7 +183,8 @@ def kafka_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
 def rack_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) -> Iterator[BrokerInfo]:
     """Three Apache Kafka brokers on racks r1, r2, r3 (one controller), for rack-aware assignment."""
     if kafka_broker.kind != "kafka":
-        pytest.skip(f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+        pytest.skip("a local multi-broker cluster needs Apache Kafka from jars; "
+                    f"the session broker is {kafka_broker.kind}")
     with start_kafka(version=kafka_broker.version, brokers=3, racks=("r1", "r2", "r3")) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
@@ -195,7 +196,8 @@ def replicated_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) ->
     three times (min.insync.replicas 2): a cluster that survives the loss of any node (coordinator
     failover); its handle kills and restarts nodes."""
     if kafka_broker.kind != "kafka":
-        pytest.skip(f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+        pytest.skip("a local multi-broker cluster needs Apache Kafka from jars; "
+                    f"the session broker is {kafka_broker.kind}")
     with start_kafka(version=kafka_broker.version, brokers=3, controllers=3, settings=replicated_settings(3)) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info

@@ -222,7 +222,7 @@ class AiokafkaMember:
             return
         try:
             await asyncio.wait_for(self.consumer.commit(offsets), timeout=15)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.writer.parts("late_commit", parts, ok=None, error="no answer within 15 s")
         except Exception as exc:  # a commit refused locally (IllegalStateError) is a rejection too
             self.writer.parts("late_commit", parts, ok=False, error=type(exc).__name__)

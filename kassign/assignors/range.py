@@ -30,7 +30,8 @@ class _TopicState:
                  partition_racks: Mapping[TopicPartition, Collection[str]] | None) -> None:
         self.topic = topic
         self.consumers = consumers
-        self.unassigned: dict[TopicPartition, None] = dict.fromkeys(TopicPartition(topic, p) for p in range(n_partitions))
+        self.unassigned: dict[TopicPartition, None] = dict.fromkeys(
+            TopicPartition(topic, p) for p in range(n_partitions))
         self.assigned_count = dict.fromkeys(consumers, 0)
         self.quota = n_partitions // len(consumers) if consumers else 0
         self.members_with_extra = n_partitions % len(consumers) if consumers else 0
@@ -119,7 +120,8 @@ class RangeAssignor(PartitionAssignor):
             if partitions:
                 self._give(consumer, partitions, state, assignment)
 
-    def _assign_with_rack_matching(self, states: list[_TopicState], assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_with_rack_matching(self, states: list[_TopicState],
+                                   assignment: dict[str, list[TopicPartition]]) -> None:
         # Topics with the same members (and racks) and the same partition count are co-partitioned.
         groups: dict[tuple[tuple[tuple[str, str | None], ...], int], list[_TopicState]] = {}
         for state in states:

@@ -6,14 +6,13 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from kassign.cli_errors import CLIError, handles_errors
-from kassign.cli_options import ArgumentParser, bounded_int
-
 from kassign.broker.errors import BrokerUnavailable
 from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, settings_help
 from kassign.broker.launch import detached_brokers, start_detached, stop_detached
 from kassign.broker.security import SECURITY_MODES, ClientSecurity
 from kassign.broker.versions import kafka_version
+from kassign.cli_errors import CLIError, handles_errors
+from kassign.cli_options import ArgumentParser, bounded_int
 
 __all__ = ["main", "build_parser"]
 

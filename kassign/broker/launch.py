@@ -24,8 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -74,7 +74,8 @@ def check_users(users: Mapping[str, str | None]) -> dict[str, str]:
     out = {SUPER_USER: secrets.token_urlsafe(16)}
     for user, password in users.items():
         if not _NAME.match(user) or user == BROKER_CN:
-            raise BrokerUnavailable(f"user name {user!r}: use 1-64 letters, digits, '.', '_' or '-' (not {BROKER_CN!r})")
+            raise BrokerUnavailable(
+                f"user name {user!r}: use 1-64 letters, digits, '.', '_' or '-' (not {BROKER_CN!r})")
         if password is not None and not _PASSWORD.match(password):
             raise BrokerUnavailable(f"password of user {user!r}: use 1-128 letters, digits or . _ ~ -")
         out[user] = password or secrets.token_urlsafe(16)

@@ -75,12 +75,9 @@ class Supervisor:
 
     def _spawn(self, argv: list[str], log_path: str) -> subprocess.Popen:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        out = open(log_path + ".out", "ab")
-        try:
+        with open(log_path + ".out", "ab") as out:  # the child keeps its own copy of the descriptor
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     cwd=self.plan["workdir"], start_new_session=True, preexec_fn=_die_with_parent)
-        finally:
-            out.close()
 
     def _format(self) -> None:
         formats = [(n["format_argv"], n["log"]) for n in self.plan["nodes"] if n.get("format_argv")]
@@ -208,7 +205,7 @@ class Supervisor:
                 time.sleep(0.5)
             else:
                 for _key, _ in selector.select(timeout=0.5):
-                    chunk = sys.stdin.buffer.read1(4096)
+                    chunk = sys.stdin.buffer.read1(4096)  # type: ignore[union-attr]  # a BufferedReader
                     if not chunk:
                         reason.append("owner gone (stdin closed)")
                         break
@@ -255,10 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     if plan.get("detached"):
         # Nobody reads on: an open stdout would hold a starter's output capture open. An owner
         # keeps reading it for the answers to its commands.
-        try:
+        with contextlib.suppress(OSError):
             sys.stdout.close()
-        except OSError:
-            pass
     why = supervisor.watch()
     log.info("stopping: %s", why)
     supervisor.stop()

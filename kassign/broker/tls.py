@@ -64,7 +64,7 @@ def make_tls_files(directory: Path, users: Iterable[str]) -> TlsFiles:
     """Create a CA, the brokers' keystore and a client certificate per user in ``directory``."""
     x509, hashes, serialization, ec, pkcs12, eku, oid = _crypto()
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=_VALID_DAYS)
 
     def name(cn: str):  # noqa: ANN202
@@ -111,12 +111,14 @@ def make_tls_files(directory: Path, users: Iterable[str]) -> TlsFiles:
     password = secrets.token_urlsafe(18)
     keystore = directory / "broker.p12"
     _write_private(keystore, pkcs12.serialize_key_and_certificates(
-        BROKER_CN.encode(), broker_key, broker_cert, [ca_cert], serialization.BestAvailableEncryption(password.encode())))
+        BROKER_CN.encode(), broker_key, broker_cert, [ca_cert],
+        serialization.BestAvailableEncryption(password.encode())))
     clients = {}
     for user in users:
         if user == BROKER_CN:
             raise BrokerUnavailable(f"user name {user!r} is taken by the brokers' own certificate; pick another")
         clients[user] = write_pair(user, *issue(user, server=False))
-    log.info("TLS files for a local broker in %s (CA, broker keystore, %d client certificates)", directory, len(clients))
+    log.info("TLS files for a local broker in %s (CA, broker keystore, %d client certificates)",
+             directory, len(clients))
     return TlsFiles(ca=ca_path, keystore=keystore, keystore_password=password, broker_cert=broker_cert_path,
                     broker_key=broker_key_path, clients=clients)

@@ -189,7 +189,8 @@ def _local_broker(stack: contextlib.ExitStack, args: argparse.Namespace):
     if args.protocol == "consumer" and not info.is_real_kafka:
         raise CLIError(f"--protocol consumer needs Apache Kafka 4.0+, but the local broker is {info.describe()} "
                        f"(Apache Kafka could not start here; see {Path(args.out) / 'demo.log'})",
-                       "install Java 17+ so kassign can start Apache Kafka, give --bootstrap, or use --protocol classic",
+                       "install Java 17+ so kassign can start Apache Kafka, give --bootstrap, "
+                       "or use --protocol classic",
                        EXIT_RUNTIME)
     return info
 

@@ -367,9 +367,13 @@ class DemoGroup:
 
     def failed_members(self) -> dict[str, BaseException]:
         """Members whose task ended with an error though nobody asked them to stop."""
-        return {name: m.task.exception() for name, m in self.members.items()
-                if m.task is not None and m.task.done() and not m.task.cancelled()
-                and m.task.exception() is not None}
+        failed: dict[str, BaseException] = {}
+        for name, m in self.members.items():
+            if m.task is not None and m.task.done() and not m.task.cancelled():
+                error = m.task.exception()
+                if error is not None:
+                    failed[name] = error
+        return failed
 
     def unowned(self) -> list[AioTopicPartition]:
         """Partitions no live member owns right now."""

@@ -25,7 +25,6 @@ from kassign.demo.group import ConsumerFactory, DemoGroup, GroupTiming, KeyedStr
 from kassign.demo.view import LiveView
 from kassign.timeline.events import Event
 
-
 log = logging.getLogger(__name__)
 
 __all__ = ["DemoPlan", "FULL_PLAN", "QUICK_PLAN", "RunResult", "demo_names", "run_protocol"]
@@ -147,7 +146,7 @@ async def run_protocol(
         view.draw(force=True)
         await asyncio.sleep(plan.hold_s)
 
-    names = [f"m{i}" for i in range(1, plan.peak + 1)]
+    member_names = [f"m{i}" for i in range(1, plan.peak + 1)]
     drain_start: float | None = None
 
     def result(interrupted_during: str | None = None) -> RunResult:
@@ -171,20 +170,20 @@ async def run_protocol(
     try:
         stream.start()
         await step(f"start {plan.base} members")
-        for name in names[: plan.base]:
+        for name in member_names[: plan.base]:
             group.start_member(name)
         await settle_and_hold()
 
         await step(f"scale out {plan.base}\u2192{plan.peak}")
-        for name in names[plan.base:]:
+        for name in member_names[plan.base:]:
             group.start_member(name)
         await settle_and_hold()
 
         await step(f"scale in {plan.peak}\u2192{plan.base}")
-        await group.stop_members(names[plan.base:])
+        await group.stop_members(member_names[plan.base:])
         await settle_and_hold()
 
-        for name in names[: plan.restarts]:
+        for name in member_names[: plan.restarts]:
             await step(f"restart {name}")
             await group.stop_members([name])
             group.start_member(name)

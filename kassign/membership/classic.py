@@ -162,10 +162,7 @@ class ClassicMember:
         """Java's ``onJoinPrepare``: lose everything when the generation was reset; then revoke
         everything (eager) or only what is no longer subscribed (cooperative)."""
         lost = self.lose_all() if generation_reset else _EMPTY
-        if self.cooperative:
-            revoked = frozenset(tp for tp in self.owned if tp.topic not in topics)
-        else:
-            revoked = self.owned
+        revoked = frozenset(tp for tp in self.owned if tp.topic not in topics) if self.cooperative else self.owned
         self.owned -= revoked
         return JoinPreparation(lost, revoked)
 

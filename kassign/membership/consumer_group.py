@@ -637,7 +637,8 @@ class ConsumerGroupMember:
         if error == "UNSUPPORTED_VERSION":
             where = f"broker {self.broker}" if self.broker else "the group coordinator"
             message = (f"{where} does not support the consumer group protocol (KIP-848, ConsumerGroupHeartbeat): it "
-                       f"needs Apache Kafka 4.0 or newer with group.coordinator.rebalance.protocols including 'consumer'; "
+                       "needs Apache Kafka 4.0 or newer with group.coordinator.rebalance.protocols including "
+                       "'consumer'; "
                        f"use group_protocol='classic' with this cluster" + (f" ({message})" if message else ""))
         failure = ConsumerGroupFatalError(error, message, code)
         log.error("group %s: member %s failed: %s", self.group_id, self.member_id, failure)
@@ -646,7 +647,8 @@ class ConsumerGroupMember:
         self.member_epoch = JOIN_EPOCH  # no epoch left to commit or heartbeat with
         self.fatal_error = failure
         actions: list[Action] = []
-        if previous not in (MemberState.UNSUBSCRIBED, MemberState.PREPARE_LEAVING, MemberState.LEAVING) and self._current:
+        left = (MemberState.UNSUBSCRIBED, MemberState.PREPARE_LEAVING, MemberState.LEAVING)
+        if previous not in left and self._current:
             actions.append(LosePartitions(self.owned, f"the member failed ({error})"))
         self._clear_assignment()
         actions.append(Fail(failure))
@@ -677,7 +679,9 @@ class ConsumerGroupMember:
         # A target's epoch is at least 1, so an equal current epoch means it was reconciled since joining.
         return self._target is None or (self._target == self._current and self._current_epoch == self._target_epoch)
 
-    def maybe_reconcile(self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]) -> Reconciliation | None:
+    def maybe_reconcile(
+        self, names: Callable[[uuid.UUID], str | None] | Mapping[uuid.UUID, str]
+    ) -> Reconciliation | None:
         """The next step towards the target assignment, or None (nothing to do, one in progress, or
         only partitions of topics ``names`` cannot name yet: see :attr:`unresolved_topic_ids`)."""
         if self.state is not MemberState.RECONCILING or self._reconciling is not None or self._target is None:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from kassign.cli_errors import CLIError, handles_errors
 from kassign.cli_options import MAX_PARTITIONS_PER_TOPIC, ArgumentParser, bounded_int, finite_float
-
 from kassign.placement.plan import reassignment_json, summarize
 from kassign.placement.replica_assignment import assign_replicas_to_brokers
 
@@ -85,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--start-partition", type=int, default=-1, help="first partition id (default 0)")
     plan.add_argument("--create", action="store_true", help="create the topic with this placement")
     plan.add_argument("--bootstrap-servers", help="cluster for --create, or to discover brokers and racks")
-    plan.add_argument("--timeout", type=finite_float("the timeout (s)", 0, 3600, low_inclusive=False), default=30.0, help="seconds to wait for the cluster (default 30)")
+    plan.add_argument("--timeout", type=finite_float("the timeout (s)", 0, 3600, low_inclusive=False), default=30.0,
+                      help="seconds to wait for the cluster (default 30)")
     return parser
 
 

@@ -27,7 +27,8 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     for broker, rack in broker_racks.items():
         by_rack.setdefault(rack, []).append(broker)
     # Java sorts rack names with String.compareTo: UTF-16 code units.
-    queues = [sorted(by_rack[rack], reverse=True) for rack in sorted(by_rack, key=lambda r: r.encode("utf-16-be", "surrogatepass"))]
+    racks = sorted(by_rack, key=lambda r: r.encode("utf-16-be", "surrogatepass"))
+    queues = [sorted(by_rack[rack], reverse=True) for rack in racks]
     result: list[int] = []
     while len(result) < len(broker_racks):
         for queue in queues:

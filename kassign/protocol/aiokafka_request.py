@@ -59,12 +59,13 @@ class PreparedRequest:
     """A request message fixed at one version, as aiokafka's connection sends and answers it."""
 
     def __init__(self, message: ApiMessage, version: int) -> None:
-        if type(message).RESPONSE is None:
+        response = type(message).RESPONSE
+        if response is None:
             raise TypeError(f"{type(message).__name__} is not a request (it has no RESPONSE)")
         self.message = message
         self.API_KEY = message.API_KEY
         self.API_VERSION = type(message).check_version(version)
-        self.RESPONSE_TYPE = _ResponseReader(type(message).RESPONSE, version)
+        self.RESPONSE_TYPE = _ResponseReader(response, version)
         self._header_version = request_header_version(type(message), version)
         self._response_header_version = response_header_version(type(message), version)
 

@@ -53,6 +53,7 @@ class FlexReader(Reader):
     def int8(self, field: str) -> int:
         """Read a signed byte."""
         self._need(1, field, self.pos)
+        value: int
         (value,) = _INT8.unpack_from(self._view, self.pos)
         self.pos += 1
         return value
@@ -64,6 +65,7 @@ class FlexReader(Reader):
     def int64(self, field: str) -> int:
         """Read a big-endian int64."""
         self._need(8, field, self.pos)
+        value: int
         (value,) = _INT64.unpack_from(self._view, self.pos)
         self.pos += 8
         return value
@@ -121,7 +123,8 @@ class FlexReader(Reader):
                 return None
             raise self.error(field, "non-nullable array is null", start)
         if count * min_element_size > self.remaining:
-            raise self.error(field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining", start)
+            raise self.error(field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining",
+                             start)
         return count
 
     def compact_int32_array(self, field: str, nullable: bool = False) -> list[int] | None:

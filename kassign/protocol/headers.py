@@ -116,7 +116,8 @@ def decode_request_frame(frame: bytes | bytearray | memoryview, message: type[M]
     # Read the fixed part first: the header version depends on the api version it carries.
     probe = RequestHeader.read(FlexReader(data, "RequestHeader v1"), 1)
     if probe.request_api_key != message.API_KEY:
-        raise ValueError(f"request frame is for API key {probe.request_api_key}, not {message.__name__} ({message.API_KEY})")
+        raise ValueError(
+            f"request frame is for API key {probe.request_api_key}, not {message.__name__} ({message.API_KEY})")
     version = message.check_version(probe.request_api_version)
     r = FlexReader(data, "RequestHeader")
     header = RequestHeader.read(r, request_header_version(message, version))
@@ -129,7 +130,9 @@ def encode_response_frame(message: ApiMessage, version: int, correlation_id: int
     return _framed(ResponseHeader(correlation_id).encode(response_header_version(type(message), version)), body)
 
 
-def decode_response_frame(frame: bytes | bytearray | memoryview, message: type[M], version: int) -> tuple[ResponseHeader, M]:
+def decode_response_frame(
+    frame: bytes | bytearray | memoryview, message: type[M], version: int
+) -> tuple[ResponseHeader, M]:
     """Parse a response (without its int32 size) to a request sent at ``version``.
 
     Raises :class:`ProtocolError` on malformed bytes.

@@ -262,11 +262,13 @@ def _write_struct(w: FlexWriter, obj: Any, struct: type[FlexibleStruct], version
             f.type.write(w, value, version in f.nullable_versions, version, _join(label, f.name))
         elif not f.ignorable and value != _default(struct, f.name):
             # Java refuses to drop a non-ignorable field silently; so does kassign.
-            raise ValueError(f"{_join(label, f.name)}={value!r} cannot be written at version {version}, which lacks the field")
+            raise ValueError(
+                f"{_join(label, f.name)}={value!r} cannot be written at version {version}, which lacks the field")
     if version in struct.FLEXIBLE_VERSIONS:
         w.tagged_fields(obj.unknown_tagged_fields, _join(label, "unknown_tagged_fields"))
     elif obj.unknown_tagged_fields:
-        raise ValueError(f"{_join(label, 'unknown_tagged_fields')} cannot be written at version {version}, which is not flexible")
+        raise ValueError(f"{_join(label, 'unknown_tagged_fields')} cannot be written at version {version}, "
+                         "which is not flexible")
 
 
 def _read_struct(r: FlexReader, struct: type[S], version: int, label: str) -> S:
@@ -294,7 +296,8 @@ class Message(FlexibleStruct):
         if isinstance(version, bool) or not isinstance(version, int):
             raise TypeError(f"{cls.__name__} version must be an int, got {version!r}")
         if not cls.LOWEST_VERSION <= version <= cls.HIGHEST_VERSION:
-            raise ValueError(f"{cls.__name__} supports versions {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}, not {version}")
+            raise ValueError(
+                f"{cls.__name__} supports versions {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}, not {version}")
         return version
 
     def encode(self, version: int) -> bytes:

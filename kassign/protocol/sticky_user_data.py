@@ -80,5 +80,6 @@ def encode_cooperative_user_data(generation: int) -> bytes:
 
 def decode_cooperative_user_data(data: bytes | bytearray | memoryview) -> int:
     """The generation in CooperativeStickyAssignor user data V0 (trailing bytes ignored, as Java does)."""
-    return Reader(as_buffer(data, "cooperative-sticky user data"), "CooperativeStickyAssignor user data V0").int32("generation")
+    reader = Reader(as_buffer(data, "cooperative-sticky user data"), "CooperativeStickyAssignor user data V0")
+    return reader.int32("generation")
 

@@ -28,7 +28,7 @@ def expand(topic: str, partitions: Iterable[int], out: list[TopicPartition]) -> 
 def _check(tp: object, what: str) -> tuple[str, int]:
     if not isinstance(tp, tuple) or len(tp) != 2:
         raise TypeError(f"{what} must hold TopicPartition(topic, partition) items, got {tp!r}")
-    return tp  # type: ignore[return-value]
+    return tp
 
 
 def group_by_topic(partitions: Iterable[TopicPartition], what: str) -> dict[str, list[int]]:

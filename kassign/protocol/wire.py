@@ -63,6 +63,7 @@ class Reader:
     def int16(self, field: str) -> int:
         """Read a big-endian int16."""
         self._need(2, field, self.pos)
+        value: int
         (value,) = _INT16.unpack_from(self._view, self.pos)
         self.pos += 2
         return value
@@ -70,6 +71,7 @@ class Reader:
     def int32(self, field: str) -> int:
         """Read a big-endian int32."""
         self._need(4, field, self.pos)
+        value: int
         (value,) = _INT32.unpack_from(self._view, self.pos)
         self.pos += 4
         return value
@@ -118,14 +120,15 @@ class Reader:
         if count < 0:
             raise self.error(field, f"non-nullable array has negative length {count}", start)
         if count * min_element_size > len(self._view) - self.pos:
-            raise self.error(field, f"array of {count} elements cannot fit in the {len(self._view) - self.pos} bytes remaining", start)
+            remaining = len(self._view) - self.pos
+            raise self.error(field, f"array of {count} elements cannot fit in the {remaining} bytes remaining", start)
         return count
 
-    def int32_array(self, field: str) -> array:
+    def int32_array(self, field: str) -> array[int]:
         """Read an int32-counted array of big-endian int32 as an ``array('i')``."""
         return self._int32s(self.array_length(field, 4))
 
-    def _int32s(self, count: int) -> array:
+    def _int32s(self, count: int) -> array[int]:
         """The next ``count`` big-endian int32 (the count already checked against what remains)."""
         values = array("i")
         end = self.pos + 4 * count
@@ -172,7 +175,8 @@ class Writer:
             raise TypeError(f"{field} must be a str, got {value!r}")
         raw = value.encode("utf-8")
         if len(raw) > _MAX_STRING_BYTES:
-            raise ValueError(f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
+            raise ValueError(
+                f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
         return raw
 
     def string(self, value: str, field: str) -> None:

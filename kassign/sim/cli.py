@@ -6,7 +6,8 @@ Examples:
     kassign simulate --scenario crash --broker tansu --session-timeout-ms 2000 --heartbeat-interval-ms 300
     kassign simulate --scenario rolling_restart --static --set initial_rebalance_delay_ms=3000 --json
     kassign simulate --replay data/rebalance-timelines/kafka-java-range-r1 --assignor cooperative-sticky
-    kassign simulate --replay telemetry/m1.jsonl telemetry/m2.jsonl --broker kafka --session-ms 45000 --heartbeat-ms 3000
+    kassign simulate --replay telemetry/m1.jsonl telemetry/m2.jsonl --broker kafka \
+        --session-ms 45000 --heartbeat-ms 3000
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 
 #: The same latencies for the Kafka 4.4.0 benchmark recordings in data/rebalance-bench-kafka44
 #: (session 1.5 s, heartbeat 250 ms, every member its own process on one machine): ``spawn_ms``
-#: measured there, the others fitted (``python -m kassign.sim.bench_cli --reps 1,2,3,4,5 --fit``)
-#: to repetitions r1-r5, the later ones held out (:data:`kassign.sim.bench_calibration.HELD_OUT_BY_CLIENT`).
+#: measured there, the others fitted (``python -m kassign.sim.calibration --reps 1,2,3,4,5 --fit``)
+#: to repetitions r1-r5, the later ones held out (:data:`kassign.sim.calibration.benchmark.HELD_OUT_BY_CLIENT`).
 #: A Java consumer's first JoinGroup comes 0.36 s after ``subscribe()`` (a fresh JVM finds its
 #: coordinator), and librdkafka's JoinGroup with its member id 0.24 s after the MEMBER_ID_REQUIRED
 #: answer (what the recordings show; the cause inside librdkafka is not pinned down). aiokafka's
@@ -63,7 +63,7 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 #: kassign's and 11.4 ms for plain aiokafka's over 60 replacements each; the r1-r5 fit could not see
 #: it and had set 0. ``heartbeat_lag_ms`` stays 0 (heartbeats in lockstep): the recordings show
 #: aiokafka's running 0.86 ms late per interval
-#: (:func:`kassign.sim.bench_fit.measured_heartbeat_lag_ms`), but with that drift and a refit
+#: (:func:`kassign.sim.calibration.fit.measured_heartbeat_lag_ms`), but with that drift and a refit
 #: r1-r5 fit no better (loss 5.10 against 5.05).
 KAFKA44_PRESETS: dict[str, dict[str, float]] = {
     "aiokafka": {"spawn_ms": 6.8, "startup_ms": 10.9, "poll_ms": 1.22, "revocation_ms": 0.43, "assign_ms": 2.5,
@@ -76,7 +76,7 @@ KAFKA44_PRESETS: dict[str, dict[str, float]] = {
 #: The same for members on KIP-848's consumer protocol (kassign's ``group_protocol="consumer"``,
 #: kafka-clients 4.4.0's consumer and librdkafka with ``group.protocol=consumer``), fitted to
 #: repetitions r1-r3 of data/rebalance-bench-kafka44-kip848 (r4-r5 held out; ``python -m
-#: kassign.sim.bench_cli --protocol consumer --reps 1,2,3 --fit``). ``assign_ms`` and ``id_rejoin_ms``
+#: kassign.sim.calibration --protocol consumer --reps 1,2,3 --fit``). ``assign_ms`` and ``id_rejoin_ms``
 #: play no part there (no leader, no MEMBER_ID_REQUIRED). ``poll_ms`` here is the client's delay from a
 #: heartbeat's new assignment to starting its reconciliation.
 KAFKA44_CONSUMER_PRESETS: dict[str, dict[str, float]] = {

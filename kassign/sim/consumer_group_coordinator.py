@@ -156,8 +156,9 @@ class ConsumerGroupCoordinator:
 
     def settled(self) -> bool:
         """Every member has its target and has acknowledged owning it; nothing is being handed over."""
-        return self.target_epoch == self.group_epoch and all(m.epoch == self.target_epoch and not m.revoking and m.reported == m.assigned
-                   and m.assigned == self.target.get(mid, frozenset()) for mid, m in self.members.items())
+        return self.target_epoch == self.group_epoch and all(
+            m.epoch == self.target_epoch and not m.revoking and m.reported == m.assigned
+            and m.assigned == self.target.get(mid, frozenset()) for mid, m in self.members.items())
 
     def metadata_changed(self) -> None:
         """A subscribed topic's partition count changed: a new group epoch (and target, when allowed)."""
@@ -207,7 +208,7 @@ class ConsumerGroupCoordinator:
         return False
 
     def _named(self, partitions: list[TopicIdPartitions]) -> frozenset[TopicPartition]:
-        out = set()
+        out: set[TopicPartition] = set()
         for t in partitions:
             name = self.topic_name(t.topic_id)
             if name is not None:
@@ -247,7 +248,8 @@ class ConsumerGroupCoordinator:
         topic_sets = set(subscribed.values())
         if len(topic_sets) == 1:
             (topics,) = topic_sets
-            partitions = [TopicPartition(t, p) for t in sorted(topics) for p in range(self.partitions_per_topic.get(t, 0))]
+            partitions = [TopicPartition(t, p)
+                          for t in sorted(topics) for p in range(self.partitions_per_topic.get(t, 0))]
             assigned: Mapping[str, Iterable[TopicPartition]] = uniform_target(member_order(subscribed), partitions,
                                                                               self.target)
         elif subscribed:

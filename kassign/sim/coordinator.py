@@ -113,7 +113,8 @@ class Coordinator:
 
     def _granted(self, member_id: str) -> SyncResponse:
         assignment = self.assignment.get(member_id, _NOTHING)
-        return SyncResponse(generation=self.generation, partitions=tuple(assignment.partitions), user_data=assignment.user_data)
+        return SyncResponse(generation=self.generation, partitions=tuple(assignment.partitions),
+                            user_data=assignment.user_data)
 
     def _subscriptions_for(self, member_id: str) -> dict[str, Subscription] | None:
         """Every member's subscription for the leader's JoinGroup response, None for the others."""

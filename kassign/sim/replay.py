@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kassign.sim.bench_calibration import bench_config, client_of, is_bench_meta, processing_of
+from kassign.sim.bench_meta import bench_config, client_of, is_bench_meta, processing_of
 from kassign.sim.config import BROKER_MODELS, SimConfig
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario, Step, step_kind
 from kassign.sim.simulator import SimResult, simulate
@@ -161,7 +161,8 @@ class ReplayReport:
         width = max([len("phase"), len("total")] + [len(p.name) for p in self.phases])
         cell = 21
         lines.append(f"{'phase':<{width}}  {'members':>7}  " + "  ".join(f"{m:>{cell}}" for m in COMPARED_METRICS))
-        lines.append(f"{'':<{width}}  {'':>7}  " + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS))
+        lines.append(f"{'':<{width}}  {'':>7}  "
+                     + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS))
         for p in self.phases:
             cells = [_pair(getattr(p.recorded, m), getattr(p.simulated, m), m) for m in COMPARED_METRICS]
             lines.append(f"{p.name:<{width}}  {f'{p.members[0]}->{p.members[1]}':>7}  "
@@ -188,7 +189,8 @@ class ReplayReport:
             "recorded_as": self.recorded_as,
             "simulated_as": self.simulated_as,
             "config": self.config.to_dict(),
-            "phases": {p.name: {"members": list(p.members), "recorded": plain(p.recorded), "simulated": plain(p.simulated)}
+            "phases": {p.name: {"members": list(p.members), "recorded": plain(p.recorded),
+                                "simulated": plain(p.simulated)}
                        for p in self.phases},
             "totals": {m: {"recorded": r, "simulated": s} for m, (r, s) in self.totals().items()},
             "difference": self.difference(),
@@ -337,7 +339,8 @@ def _topics(recording: Recording) -> tuple[dict[str, int], tuple[str, ...] | Non
                      if e.ev == "subscribed" and e.extra.get("topics")}
     subscribed = tuple(sorted({t for s in subscriptions for t in s})) or None
     if len(subscriptions) > 1:
-        notes.append(f"members subscribed to different topic sets; every simulated member takes their union {subscribed}")
+        notes.append("members subscribed to different topic sets; every simulated member takes their union "
+                     f"{subscribed}")
     for topic in subscribed or ():
         counts.setdefault(topic, 0)
     npart = (recording.meta or {}).get("npart")
@@ -465,7 +468,7 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
             reused = tuple(vacated[:len(group)])
             del vacated[:len(group)]
             instance_of.update(zip(live[len(live) - len(group):], reused))
-            step: Step = ScaleOut(len(group), instance_ids=reused)
+            step: ScaleOut | ScaleIn | Crash = ScaleOut(len(group), instance_ids=reused)
         elif kind == "leave":
             if len(group) >= len(live) and index == len(groups) - 2:
                 dropped = group  # the group's shutdown: nobody is left to take partitions over
@@ -518,7 +521,7 @@ def _close_newest(leaving: list[str], sim_names: dict[str, str], live: list[str]
     del live[-len(leaving):]
 
 
-def _with_timing(step: Step, after_s: float, phase: float | None) -> Step:
+def _with_timing(step: ScaleOut | ScaleIn | Crash, after_s: float, phase: float | None) -> Step:
     if isinstance(step, ScaleOut):
         return ScaleOut(step.count, after_s=after_s, phase=phase, instance_ids=step.instance_ids)
     if isinstance(step, ScaleIn):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "ScaleOut",
@@ -104,7 +104,7 @@ class PartitionIncrease:
     phase: float | None = None
 
 
-Step = Union[ScaleOut, ScaleIn, RollingRestart, Crash, Flap, SubscriptionChange, PartitionIncrease]
+Step = ScaleOut | ScaleIn | RollingRestart | Crash | Flap | SubscriptionChange | PartitionIncrease
 
 STEP_KINDS: dict[str, type] = {
     "scale_out": ScaleOut,
@@ -209,7 +209,8 @@ def make_scenario(kind: str, members: int, partitions: int, *, seed: int = 0, to
     raise ValueError(f"unknown scenario kind {kind!r}; expected one of {SCENARIO_KINDS}")
 
 
-def random_scenario(seed: int, *, members: int = 3, partitions: int = 12, steps: int = 4, topic: str = "topic") -> Scenario:
+def random_scenario(seed: int, *, members: int = 3, partitions: int = 12, steps: int = 4,
+                    topic: str = "topic") -> Scenario:
     """A reproducible random sequence of scale-outs, scale-ins, crashes, restarts and growth."""
     rng = random.Random(seed)
     live = members
@@ -230,7 +231,8 @@ def random_scenario(seed: int, *, members: int = 3, partitions: int = 12, steps:
             chosen.append(Crash(after_s=after, phase=phase))
             live -= 1
         elif roll < 0.9:
-            chosen.append(RollingRestart(down_s=rng.uniform(0.1, 3.0), interval_s=rng.uniform(1.0, 10.0), after_s=after, phase=phase))
+            chosen.append(RollingRestart(down_s=rng.uniform(0.1, 3.0), interval_s=rng.uniform(1.0, 10.0),
+                                         after_s=after, phase=phase))
         else:
             size += rng.randint(1, partitions)
             chosen.append(PartitionIncrease(topic, size, after_s=after, phase=phase))

@@ -133,7 +133,8 @@ class _Simulation:
                 heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic,
                 assignment_interval_s=config.assignment_interval_ms / 1000)
         elif config.broker == "kafka":
-            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common)
+            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000,
+                                                **common)
         else:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
@@ -229,18 +230,18 @@ class _Simulation:
             for member in self.live()[::-1][: step.count]:
                 member.close()
         elif isinstance(step, Crash):
-            member = self._pick(step.member)
-            if member is not None:
-                member.crash()
+            picked = self._pick(step.member)
+            if picked is not None:
+                picked.crash()
         elif isinstance(step, RollingRestart):
             live = self.live()
             if step.leader_last:
                 live = sorted(live, key=lambda m: m.id == self.coordinator.leader)  # stable: others keep their order
             self._restart_next([m.name for m in live], step)
         elif isinstance(step, Flap):
-            member = self._pick(step.member)
-            if member is not None:
-                self._flap(member.name, step.times, step)
+            picked = self._pick(step.member)
+            if picked is not None:
+                self._flap(picked.name, step.times, step)
         elif isinstance(step, SubscriptionChange):
             unknown = sorted(set(step.topics) - set(self.partitions_per_topic))
             if unknown:
@@ -294,7 +295,8 @@ class _Simulation:
         """A generous bound on the scenario's length, then ``horizon_ms`` to settle."""
         total, size = 0.0, self.scenario.members
         for step in self.scenario.steps:
-            total += step.after_s + (self.config.metadata_max_age_ms / 1000 if isinstance(step, PartitionIncrease) else 0)
+            metadata_wait = self.config.metadata_max_age_ms / 1000 if isinstance(step, PartitionIncrease) else 0
+            total += step.after_s + metadata_wait
             if isinstance(step, ScaleOut):
                 size += step.count
             elif isinstance(step, RollingRestart):
@@ -331,7 +333,7 @@ class _Simulation:
 
 
 #: One run's state (clock, members, coordinator, events), for drivers that script membership changes
-#: themselves instead of through a scenario's steps (:mod:`kassign.sim.bench_calibration`).
+#: themselves instead of through a scenario's steps (:mod:`kassign.sim.calibration.harness`).
 Simulation = _Simulation
 
 

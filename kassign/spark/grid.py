@@ -100,7 +100,7 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kind not in SCENARIO_KINDS:
             raise ValueError(f"unknown scenario kind {kind!r} in grid; expected one of {SCENARIO_KINDS}")
     supported = {a: _protocols_of(a) for a in axes["assignors"]}
-    specs = []
+    specs: list[dict[str, Any]] = []
     for combo in itertools.product(*axes.values()):
         spec = dict(zip(GRID_AXES.values(), combo))
         protocol = str(spec["protocol"]).lower()

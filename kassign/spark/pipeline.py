@@ -118,7 +118,7 @@ def _progress(spark: SparkSession, group: str, description: str, enabled: bool) 
     finally:
         stop.set()
         thread.join()
-        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # None clears it
 
 
 @dataclass

@@ -193,7 +193,7 @@ def draw_figure(figure: FigurePanels, path: Path) -> Path:
     for ax in list(axes.flat)[len(figure.panels):]:
         ax.remove()  # an odd panel count leaves one grid cell: no empty frame
     used = {p for panel in figure.panels for p in panel.protocols.values()}
-    handles = [Patch(color=PROTOCOL_COLOURS.get(p, OTHER_COLOUR), alpha=0.8, label=f"{p} protocol")
+    handles: list[Any] = [Patch(color=PROTOCOL_COLOURS.get(p, OTHER_COLOUR), alpha=0.8, label=f"{p} protocol")
                for p in sorted(used)]
     if figure.spec.bars:
         from matplotlib.lines import Line2D

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiokafka.abc import ConsumerRebalanceListener
 
-from kassign.adapters.aiokafka.internals import group_id_of
+from kassign.adapters.aiokafka import group_id_of
 from kassign.model import RebalanceProtocol
 from kassign.telemetry.hooks import RecorderHooks
 

@@ -1,7 +1,8 @@
 """OpenTelemetry export of recorders' metrics (needs ``opentelemetry-api``: ``pip install 'kassign[telemetry]'``).
 
 Each Java metric becomes an observable gauge ``kafka.consumer.coordinator.<name>`` (Java's dashed
-name kept) read at collection time, with attributes ``group``, ``member`` and ``protocol``; members on the consumer group protocol
+name kept) read at collection time, with attributes ``group``, ``member`` and ``protocol``; members on the
+consumer group protocol
 (``protocol="consumer"``) also report its heartbeat metrics and ``failed-rebalance-rate-per-hour``
 (other members observe nothing for those). The
 meter comes from the given ``MeterProvider`` or the global one, so the application's SDK and

@@ -54,9 +54,10 @@ class RecorderCollector(Collector):
             recorders = list(self._recorders)
         families = {name: GaugeMetricFamily(prometheus_name(name), METRIC_HELP[name], labels=_LABELS)
                     for name in ALL_METRIC_NAMES}
-        dropped = GaugeMetricFamily("kassign_telemetry_events_dropped", "Events the recorder could not hand to its sink",
-                                    labels=_LABELS)
-        failed = GaugeMetricFamily("kassign_telemetry_sink_failed", "1 while the recorder's sink is failing (it raised since it last wrote an event)",
+        dropped = GaugeMetricFamily("kassign_telemetry_events_dropped",
+                                    "Events the recorder could not hand to its sink", labels=_LABELS)
+        failed = GaugeMetricFamily("kassign_telemetry_sink_failed",
+                                   "1 while the recorder's sink is failing (it raised since it last wrote an event)",
                                    labels=_LABELS)
         for recorder in recorders:
             labels = recorder.labels

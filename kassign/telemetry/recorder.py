@@ -46,7 +46,8 @@ class RebalanceRecorder:
     suffix); ``group`` and ``protocol`` ("eager" or "cooperative" on the classic group protocol,
     "consumer" on the consumer group protocol of KIP-848) are labels, and ``protocol`` also picks
     the rules: how rebalances are inferred from callbacks, which events the hooks write, which
-    metrics are reported (None: detected by ``attach``, else eager). ``queue_size`` bounds the events waiting for the sink; beyond it events are
+    metrics are reported (None: detected by ``attach``, else eager). ``queue_size`` bounds the events waiting
+    for the sink; beyond it events are
     dropped and counted. ``metric_config`` sets Java's sampling windows for the avg/max/rate
     metrics (default two samples of 30 s). ``clock`` gives unix seconds.
 
@@ -213,8 +214,8 @@ class RebalanceRecorder:
             else:
                 self.record("sync", gen=generation, protocol=self.protocol)
         else:
-            self.record("rebalance_failed", **{"epoch" if consumer else "gen": generation},
-                        error=None if error is None else str(error))
+            numbered: dict[str, Any] = {"epoch" if consumer else "gen": generation}
+            self.record("rebalance_failed", **numbered, error=None if error is None else str(error))
 
     def heartbeat_completed(self, latency_ms: float, error: str | BaseException | None = None,
                             answered: bool = True) -> None:

@@ -6,6 +6,7 @@ optionally having ``flush()`` and ``close()``. Sinks run on the recorder's write
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -74,10 +75,8 @@ class RotatingFileSink:
 
     def _discard(self) -> None:
         """Drop the file handle after a failed write (its buffer may hold a partial line)."""
-        try:
+        with contextlib.suppress(OSError):
             self._fh.close()
-        except OSError:
-            pass
 
     def backups(self) -> list[Path]:
         """The rotated files that exist, newest first."""

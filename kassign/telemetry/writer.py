@@ -111,7 +111,7 @@ class BackgroundWriter:
         self._stopping.wait(self._backoff)
 
     def _deliver(self, obj: dict[str, Any]) -> None:
-        for attempt in range(self.retries + 1):
+        for _attempt in range(self.retries + 1):
             if self._backing_off and not self._stopping.is_set():
                 self._wait_backoff()
             try:

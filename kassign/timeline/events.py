@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import errno
 import gzip
-import io
 import json
 import math
 import os
@@ -39,7 +38,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kassign.model import TopicPartition
 
@@ -132,7 +131,7 @@ def encode_partition(tp: TopicPartition, single_topic: str | None = None) -> int
     return f"{tp.topic}:{tp.partition}"
 
 
-def _open_text(path: str | os.PathLike[str], mode: str) -> io.TextIOBase:
+def _open_text(path: str | os.PathLike[str], mode: str) -> IO[str]:
     if str(path).endswith(".gz"):
         return gzip.open(path, mode + "t", encoding="utf-8")  # type: ignore[return-value]
     return open(path, mode, encoding="utf-8")  # noqa: SIM115

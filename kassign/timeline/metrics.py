@@ -284,7 +284,9 @@ def phase_metrics(
     )
 
 
-def _owners_before(intervals: Mapping[TopicPartition, list[OwnershipInterval]], t: float) -> dict[TopicPartition, list[str]]:
+def _owners_before(
+    intervals: Mapping[TopicPartition, Sequence[OwnershipInterval]], t: float
+) -> dict[TopicPartition, list[str]]:
     """Owners just before ``t`` (so a hand-over exactly at ``t`` belongs to the phase)."""
     out: dict[TopicPartition, list[str]] = {}
     for tp, ivs in intervals.items():

@@ -12,12 +12,11 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
+from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from kassign.adapters.aiokafka import FencedInstanceIdError  # noqa: E402
 from kassign.assignors import CooperativeStickyAssignor  # noqa: E402
-from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
-
 from kassign.model import RebalanceProtocol, Subscription  # noqa: E402
 from kassign.protocol import encode_subscription  # noqa: E402
 from tests.adapters.test_aiokafka_cooperative_member import (  # noqa: E402

@@ -230,7 +230,8 @@ def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming
         await asyncio.sleep(0.01)
         member._lost_cause = f"fenced by a newer instance with group_instance_id {member._group_instance_id}"
         await member._fence()  # FENCED_INSTANCE_ID answered its JoinGroup
-        with pytest.raises(Errors.CommitFailedError, match="fenced by a newer instance with group_instance_id static-a"):
+        with pytest.raises(Errors.CommitFailedError,
+                           match="fenced by a newer instance with group_instance_id static-a"):
             await asyncio.wait_for(commit, 2)
         await _stop(member)
 

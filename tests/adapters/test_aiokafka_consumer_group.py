@@ -35,18 +35,18 @@ from kassign.protocol.consumer_group_heartbeat import (  # noqa: E402
     TopicIdPartitions,
 )
 from kassign.protocol.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic  # noqa: E402
+from kassign.protocol.offset_commit import (  # noqa: E402
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 from kassign.protocol.offset_fetch import (  # noqa: E402
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
-)
-from kassign.protocol.offset_commit import (  # noqa: E402
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
 )
 
 T = uuid.UUID("11111111-1111-1111-1111-111111111111")
@@ -127,8 +127,8 @@ class FakeGroupCoordinator:
             error = self.fetch_errors.pop(0) if self.fetch_errors else 0
             (group,) = message.groups
             return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group.group_id, [] if error else [
-                OffsetFetchResponseTopics(TOPIC, partitions=[OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x")
-                                                             for p in t.partition_indexes])
+                OffsetFetchResponseTopics(TOPIC, partitions=[
+                    OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x") for p in t.partition_indexes])
                 for t in group.topics], error)])
         raise AssertionError(f"unexpected request {message!r}")
 

@@ -17,12 +17,12 @@ from aiokafka.util import create_future  # noqa: E402
 
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.adapters.aiokafka.coordinator import KassignGroupCoordinator  # noqa: E402
-from kassign.membership import FollowUpPolicy, mark_assignments  # noqa: E402
-from kassign.protocol.follow_up_mark import read_follow_up  # noqa: E402
 from kassign.adapters.aiokafka.group_protocol import member_metadata  # noqa: E402
 from kassign.assignors import CooperativeStickyAssignor  # noqa: E402
+from kassign.membership import FollowUpPolicy, mark_assignments  # noqa: E402
 from kassign.model import Assignment, RebalanceProtocol, TopicPartition  # noqa: E402
 from kassign.protocol import decode_assignment, encode_assignment  # noqa: E402
+from kassign.protocol.follow_up_mark import read_follow_up  # noqa: E402
 
 COOPERATIVE, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
 

@@ -34,7 +34,7 @@ def test_any_budget_keeps_the_answer_valid_balanced_and_no_less_local(monkeypatc
         answers[budget] = assignor().assign(topics, subs, partition_racks=racks)
         assert assignor().assign(topics, subs, partition_racks=racks) == answers[budget]  # deterministic
     unrefined = answers[0]
-    for budget, result in answers.items():
+    for result in answers.values():
         owned = [tp for parts in result.values() for tp in parts]
         assert len(owned) == len(set(owned)) == 144
         assert all(tp.topic in subs[m].topics for m, parts in result.items() for tp in parts)

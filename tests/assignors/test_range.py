@@ -108,7 +108,7 @@ def test_rack_aware_keeps_the_quota_and_assigns_everything(n, k, member_racks, r
         sizes = [per_member.get(m, 0) for m in subs]
         assert sum(sizes) == n and max(sizes) <= -(-n // k) and min(sizes) >= n // k
     # Co-partitioned topics keep partition p of both topics on the same member.
-    for m, ps in got.items():
+    for ps in got.values():
         assert sorted(p for t, p in ps if t == "t") == sorted(p for t, p in ps if t == "u")
 
 

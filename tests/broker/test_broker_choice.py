@@ -98,6 +98,5 @@ def test_a_forced_kafka_that_fails_does_not_fall_back(monkeypatch):
         yield
 
     monkeypatch.setattr(choose, "start_kafka", fails)
-    with pytest.raises(BrokerUnavailable, match="no jars"):
-        with open_broker(env={"KASSIGN_BROKER": "kafka"}):
-            pass
+    with pytest.raises(BrokerUnavailable, match="no jars"), open_broker(env={"KASSIGN_BROKER": "kafka"}):
+        pass

@@ -66,7 +66,8 @@ def test_roles_ids_racks_and_quorum_match_kassigns_cluster(brokers):
     for node_id, props in brokers.items():
         for key in ("process.roles", "node.id", "broker.rack", "controller.listener.names"):
             assert props[key] == ours[node_id][key], (node_id, key)
-        assert props["controller.quorum.voters"].split("@")[0] == ours[node_id]["controller.quorum.voters"].split("@")[0]
+        voter = ours[node_id]["controller.quorum.voters"].split("@")[0]
+        assert props["controller.quorum.voters"].split("@")[0] == voter
     assert [brokers[n]["broker.rack"] for n in (1, 2, 3)] == list(RACKS)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,9 +73,9 @@ def test_the_generated_certificates_chain_to_the_ca(tmp_path):
     context.load_cert_chain(cert, key)  # the key matches the certificate
     from cryptography import x509
 
-    ca = x509.load_pem_x509_certificate(open(client.ca_file, "rb").read())
+    ca = x509.load_pem_x509_certificate(Path(client.ca_file).read_bytes())
     for path in (cert, plan.probe_tls["cert"]):
-        x509.load_pem_x509_certificate(open(path, "rb").read()).verify_directly_issued_by(ca)
+        x509.load_pem_x509_certificate(Path(path).read_bytes()).verify_directly_issued_by(ca)
 
 
 def test_client_settings_for_aiokafka_librdkafka_and_the_printed_lines(tmp_path):

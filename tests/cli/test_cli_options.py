@@ -119,7 +119,8 @@ def test_per_round_detail_only_when_asked_for(capsys, detail_loggers_unset):
 def test_simulate_prints_progress_and_the_result_and_each_round_at_verbose(kassign_run, detail_loggers_unset):
     run = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12")
     assert run.code == 0, run.err
-    assert run.err_lines == ["kassign: simulating rolling_restart: 6 members, 12 partitions on kafka (-v for every round)"]
+    assert run.err_lines == [
+        "kassign: simulating rolling_restart: 6 members, 12 partitions on kafka (-v for every round)"]
     assert run.out.startswith("rolling_restart: 6 members, 12 partitions") and "phase" in run.out
     verbose = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12", "-v")
     assert verbose.code == 0 and verbose.out == run.out
@@ -129,7 +130,8 @@ def test_simulate_prints_progress_and_the_result_and_each_round_at_verbose(kassi
 
 def _help_texts(kassign_run) -> dict[str, str]:
     texts = {"kassign": kassign_run("--help").out}
-    calls = [[name] for name in COMMANDS] + [["broker", a] for a in ("start", "stop", "status")] + [["replicas", "plan"]]
+    calls = ([[name] for name in COMMANDS] + [["broker", a] for a in ("start", "stop", "status")]
+             + [["replicas", "plan"]])
     for argv in calls:
         run = kassign_run(*argv, "--help")
         assert run.code == 0 and run.out.startswith("usage: kassign"), (argv, run.err)

@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("aiokafka")
 
 import kassign.broker  # noqa: E402
-from kassign.broker import BrokerInfo  # noqa: E402
-from kassign.broker import group_config  # noqa: E402
+from kassign.broker import BrokerInfo, group_config  # noqa: E402
 from kassign.cli_errors import EXIT_INPUT, EXIT_RUNTIME, CLIError  # noqa: E402
 from kassign.demo import cli  # noqa: E402
 from kassign.demo.group import MemberFailed  # noqa: E402
@@ -159,7 +158,8 @@ def test_a_refused_group_config_names_the_values(monkeypatch):
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert caught.value.out_of_bounds and caught.value.reason == reason
     assert "consumer.session.timeout.ms=1500" in str(caught.value)
-    monkeypatch.setattr(group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown type"))
+    monkeypatch.setattr(group_config, "_admin",
+                        lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown type"))
     with pytest.raises(group_config.GroupTimingRefused) as caught:
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert not caught.value.out_of_bounds

@@ -428,7 +428,8 @@ def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, gr
             before = c1.generation
             starting = asyncio.create_task(joiner.start())  # start() may return only once it has joined
             deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and not (c2._join_in_flight and not c1._joining and c1.generation == before):
+            while time.monotonic() < deadline and not (
+                    c2._join_in_flight and not c1._joining and c1.generation == before):
                 await asyncio.sleep(0.002)
             hit = c2._join_in_flight and not c1._joining and c1.generation == before
             if hit:

@@ -146,7 +146,8 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
     assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
     assert all(lst.calls > 0 for lst in listeners)
     # every member's poll raised its listener's exception, and the member went on
-    assert all(any("listener bug" in e for e in m.listener_errors) for m in members), [m.listener_errors for m in members]
+    assert all(any("listener bug" in e for e in m.listener_errors) for m in members), \
+        [m.listener_errors for m in members]
 
 
 def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory,

@@ -248,4 +248,5 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(b
     new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
     assert new == [(p, i) for p in range(partitions) for i in range(3)], "the topic back is read from offset 0"
     assert final == {TP(keep, 0), TP(keep, 1)} | back
-    print(f"\n{group_protocol}: deleted topic revoked; back with {partitions} partition(s) under a new id, read from offset 0")
+    print(f"\n{group_protocol}: deleted topic revoked; back with {partitions} partition(s) under a new id, "
+          "read from offset 0")

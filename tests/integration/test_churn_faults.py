@@ -19,8 +19,8 @@ from integration.churn import (
     churn_problems,
     excused_partitions,
     fault_sequence,
-    hung_closes,
     generate_sequence,
+    hung_closes,
     run_sequence,
     zombie_windows,
 )

@@ -22,8 +22,7 @@ pytest.importorskip("aiokafka")
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import ListenerCallsWithLost, wait_consumers_held  # noqa: E402
-from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor  # noqa: E402
-from kassign.adapters.aiokafka import FencedInstanceIdError  # noqa: E402
+from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssignor, FencedInstanceIdError  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(180)]
 
@@ -43,7 +42,7 @@ async def _poll(consumers, timeout_ms: int = 50) -> list:
     async def one(consumer):
         try:
             await asyncio.wait_for(consumer.getmany(timeout_ms=timeout_ms), 2 * timeout_ms / 1000)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         except Exception as exc:
             return exc

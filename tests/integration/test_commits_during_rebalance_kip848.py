@@ -112,8 +112,8 @@ class NewEpochHeldBack:
     async def _send_req(self, request: Any) -> Any:
         message = getattr(request, "message", None)
         response = await self._send(request)
-        if isinstance(message, ConsumerGroupHeartbeatRequest) and self.armed and not self._release.is_set():
-            if response.error_code == 0 and response.member_epoch > self.coordinator.member.member_epoch > 0:
+        if (isinstance(message, ConsumerGroupHeartbeatRequest) and self.armed and not self._release.is_set()
+                and response.error_code == 0 and response.member_epoch > self.coordinator.member.member_epoch > 0):
                 self.held.set()
                 await self._release.wait()
         if isinstance(message, OffsetCommitRequest):
@@ -151,7 +151,8 @@ async def _commit_with_a_stale_epoch(bootstrap: str, group_id: str, topic: str, 
         took = time.monotonic() - began
         a.resume()
         committed = {tp: await a.consumer.committed(tp) for tp in sorted(partitions)}
-        return epoch_before, a.consumer._coordinator.member.member_epoch, wire.commits, outcome, consumed, committed, took
+        epoch_after = a.consumer._coordinator.member.member_epoch
+        return epoch_before, epoch_after, wire.commits, outcome, consumed, committed, took
     finally:
         await asyncio.gather(a.stop(), b.stop(), return_exceptions=True)
 
@@ -220,12 +221,14 @@ def test_long_processing_leaves_once_loses_its_partitions_and_joins_again_once(b
         before, outcome, keeper_had_all, calls, joins, resumed = asyncio.run(
             _long_processing(bootstrap_servers, group_id, topic))
     warnings = [r.getMessage() for r in caplog.records
-                if r.levelname == "WARNING" and r.name.startswith("kassign") and "max_poll_interval_ms" in r.getMessage()]
+                if r.levelname == "WARNING" and r.name.startswith("kassign")
+                and "max_poll_interval_ms" in r.getMessage()]
     print(f"\nconsumer protocol: the slow member resumed after {resumed:.1f} s, joined at "
           f"{[round(t, 2) for t in joins]} s")
     assert len(warnings) == 1 and "max_poll_interval_ms=4000" in warnings[0], warnings
     assert keeper_had_all, "the keeper did not take the slow member's partitions"
-    assert isinstance(outcome, Errors.CommitFailedError) and "max_poll_interval_ms=4000 exceeded" in str(outcome), outcome
+    assert isinstance(outcome, Errors.CommitFailedError), outcome
+    assert "max_poll_interval_ms=4000 exceeded" in str(outcome), outcome
     assert ("lost", before) in calls and not any(kind == "revoked" and parts & before for kind, parts in calls), calls
     # It joined again on its next getmany() (not before), once.
     assert len(joins) == 1 and joins[0] >= resumed, joins

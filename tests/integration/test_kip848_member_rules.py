@@ -144,7 +144,8 @@ ACL_SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.S
 @pytest.fixture(scope="module")
 def acl_broker(kafka_broker):
     if kafka_broker.kind != "kafka":
-        pytest.skip(f"a broker with an authorizer needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
+        pytest.skip("a broker with an authorizer needs Apache Kafka from jars; "
+                    f"the session broker is {kafka_broker.kind}")
     from kassign.broker import start_kafka
 
     with start_kafka(version=kafka_broker.version, settings=ACL_SETTINGS) as info:
@@ -153,8 +154,15 @@ def acl_broker(kafka_broker):
 
 def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: bool = False) -> None:
     """Add (or remove) a DENY ``operation`` ACL for User:ANONYMOUS on the group or topic ``name``."""
-    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                       ResourcePatternType, ResourceType)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     kind = ResourceType.GROUP if resource == "group" else ResourceType.TOPIC

@@ -15,8 +15,8 @@ from integration.timeline_checks import (
     double_ownership,
     is_settled,
     missing_records,
-    ownership_intervals,
     owners_at,
+    ownership_intervals,
 )
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event

@@ -151,10 +151,11 @@ def test_an_assignor_that_raises_does_not_stop_the_round() -> None:
 
 def _aiokafka_driver(protocol: RebalanceProtocol, fast: bool, syncs: list[Sync]) -> list[tuple[Any, ...]]:
     pytest.importorskip("aiokafka")
-    from tests.adapters.test_aiokafka_cooperative_member import OfflineCoordinator, Recorder
     from aiokafka.consumer.subscription_state import SubscriptionState
     from aiokafka.util import create_future
+
     from kassign.protocol import encode_assignment
+    from tests.adapters.test_aiokafka_cooperative_member import OfflineCoordinator, Recorder
 
     async def drive() -> list[tuple[Any, ...]]:
         subscription = SubscriptionState()

@@ -199,7 +199,8 @@ def test_reconciliation(owned, target, names, assigned, added, revoked, unresolv
     assert (rec.assigned, rec.added, rec.revoked) == (assigned, added, revoked)
     assert rec.kept == assigned - added
     assert m.unresolved_topic_ids == unresolved
-    expected = ([CommitOffsets(revoked), RevokePartitions(revoked)] if revoked else []) + [AssignPartitions(assigned, added)]
+    expected = (([CommitOffsets(revoked), RevokePartitions(revoked)] if revoked else [])
+                + [AssignPartitions(assigned, added)])
     assert rec.actions == expected
     assert m.maybe_reconcile(names) is None, "one reconciliation at a time"
     assert m.reconciliation_done(rec) and m.owned == assigned
@@ -351,7 +352,8 @@ def test_unsupported_version_names_the_broker():
     (fail,) = m.on_unsupported_version("ConsumerGroupHeartbeat not in ApiVersions")
     assert isinstance(fail, Fail) and isinstance(fail.error, ConsumerGroupFatalError)
     text = str(fail.error)
-    assert "localhost:9092 (node 1)" in text and "group_protocol='classic'" in text and fail.error.error == "UNSUPPORTED_VERSION"
+    assert "localhost:9092 (node 1)" in text and "group_protocol='classic'" in text
+    assert fail.error.error == "UNSUPPORTED_VERSION"
     assert m.subscribe(["orders"]) == [fail], "a fatal member stays failed"
 
 

@@ -37,7 +37,8 @@ def test_plan_json_to_stdout_keeps_stdout_parseable(capsys) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--brokers", "0:r1,1", "--partitions", "3", "--replication-factor", "1"], "Not all brokers have rack information"),
+    (["--brokers", "0:r1,1", "--partitions", "3", "--replication-factor", "1"],
+     "Not all brokers have rack information"),
     (["--brokers", "0,1", "--partitions", "3", "--replication-factor", "3"], "larger than available brokers: 2"),
     (["--brokers", "0,x", "--partitions", "3", "--replication-factor", "1"], "'x'"),
     (["--partitions", "3", "--replication-factor", "1"], "--brokers"),

@@ -19,6 +19,7 @@ from kassign.protocol.flexible_wire import ZERO_UUID, RawTaggedField
 from kassign.protocol.headers import RequestHeader, ResponseHeader
 from kassign.protocol.message_codec import (
     BOOL,
+    CLASSIC_NULLABLE_STRING,
     INT16,
     INT32,
     INT32_ARRAY,
@@ -26,7 +27,6 @@ from kassign.protocol.message_codec import (
     STRING,
     STRING_ARRAY,
     UUID,
-    CLASSIC_NULLABLE_STRING,
     FlexibleStruct,
     Message,
     NestedStruct,
@@ -104,7 +104,8 @@ _case("commit-static-empty", OffsetCommitRequest("g", -1, "", "instance-1", []),
 _case("commit-topic-no-partitions", OffsetCommitRequest("g", 3, "m", topics=[
     OffsetCommitRequestTopic("t", T3, [], unknown_tagged_fields=TAGS[2:])], unknown_tagged_fields=TAGS[:2]), 9, 10)
 _case("commit-response", OffsetCommitResponse(5, [
-    OffsetCommitResponseTopic("orders", T1, [OffsetCommitResponsePartition(0, 0), OffsetCommitResponsePartition(1, 113)]),
+    OffsetCommitResponseTopic("orders", T1,
+                              [OffsetCommitResponsePartition(0, 0), OffsetCommitResponsePartition(1, 113)]),
     OffsetCommitResponseTopic("x", T2, [])]), 9, 10)
 _case("commit-response-empty", OffsetCommitResponse(), 9, 10)
 _case("fetch-member", OffsetFetchRequest([OffsetFetchRequestGroup("g", "m", 7, [

@@ -11,15 +11,16 @@ from kassign.protocol import (
     ProtocolError,
     decode_assignment,
     decode_cooperative_user_data,
-    decode_subscription,
     decode_sticky_user_data,
+    decode_subscription,
     encode_assignment,
     encode_cooperative_user_data,
-    encode_subscription,
     encode_sticky_user_data,
+    encode_subscription,
 )
 
-SUB = Subscription(["orders", "payments"], b"ud", [TopicPartition("orders", 0), TopicPartition("payments", 3)], 4, "az1")
+SUB = Subscription(["orders", "payments"], b"ud", [TopicPartition("orders", 0), TopicPartition("payments", 3)], 4,
+                   "az1")
 ASSIGNMENT = Assignment([TopicPartition("orders", 0), TopicPartition("orders", 1)], b"ud")
 
 

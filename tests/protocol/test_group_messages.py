@@ -190,7 +190,8 @@ def test_request_messages_know_their_response() -> None:
     assert ConsumerGroupHeartbeatRequest.RESPONSE is ConsumerGroupHeartbeatResponse
     assert OffsetCommitRequest.RESPONSE is OffsetCommitResponse
     assert ConsumerGroupHeartbeatResponse.RESPONSE is None
-    assert (ConsumerGroupHeartbeatRequest.API_KEY, OffsetCommitRequest.API_KEY, OffsetFetchRequest.API_KEY) == (68, 8, 9)
+    api_keys = (ConsumerGroupHeartbeatRequest.API_KEY, OffsetCommitRequest.API_KEY, OffsetFetchRequest.API_KEY)
+    assert api_keys == (68, 8, 9)
 
 
 # ---- frames ----
@@ -272,8 +273,9 @@ def test_aiokafka_connection_sends_and_answers_a_heartbeat() -> None:
         header, sent = decode_request_frame(bytes(writer.sent[4:]), ConsumerGroupHeartbeatRequest)
         assert struct.unpack(">i", writer.sent[:4])[0] == len(writer.sent) - 4
         assert (header.request_api_version, header.client_id, sent) == (1, "kassign-test", STEADY)
-        answer = ConsumerGroupHeartbeatResponse(member_epoch=6, heartbeat_interval_ms=5000,
-                                                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T1, [0])]))
+        answer = ConsumerGroupHeartbeatResponse(
+            member_epoch=6, heartbeat_interval_ms=5000,
+            assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T1, [0])]))
         conn._handle_frame(encode_response_frame(answer, 1, header.correlation_id)[4:])
         return answer, await pending
 

@@ -13,12 +13,12 @@ from kassign import Assignment, Subscription, TopicPartition
 from kassign.protocol import (
     ProtocolError,
     decode_assignment,
-    decode_subscription,
     decode_sticky_user_data,
+    decode_subscription,
     encode_assignment,
     encode_cooperative_user_data,
-    encode_subscription,
     encode_sticky_user_data,
+    encode_subscription,
 )
 
 pytestmark = pytest.mark.java
@@ -101,7 +101,8 @@ def test_java_decodes_our_subscriptions_and_assignments_as_we_do(java_oracle) ->
     for _ in range(CASES):
         sub = _subscription(rng)
         if rng.random() < 0.3:  # a newer version: v3 with fields appended that both sides must ignore
-            data = struct.pack(">h", rng.randint(4, 100)) + encode_subscription(sub, 3)[2:] + rng.randbytes(rng.randint(0, 6))
+            data = (struct.pack(">h", rng.randint(4, 100)) + encode_subscription(sub, 3)[2:]
+                    + rng.randbytes(rng.randint(0, 6)))
         else:
             data = encode_subscription(sub, rng.randint(0, 3))
         blobs.append(data)
@@ -168,7 +169,8 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
 
 def test_corrupted_bytes_fail_exactly_where_java_fails(java_oracle) -> None:
     rng = random.Random(99)
-    ascii_sub = Subscription(["orders", "pay"], b"\x00\x01", [TopicPartition("orders", 1), TopicPartition("pay", 0)], 5, "r")
+    ascii_sub = Subscription(["orders", "pay"], b"\x00\x01", [TopicPartition("orders", 1), TopicPartition("pay", 0)],
+                             5, "r")
     blobs = [_mutate(rng, encode_subscription(ascii_sub, rng.randint(0, 3))) for _ in range(CASES)]
     answers = java_oracle.ask([f"DSUB\t{b.hex()}" for b in blobs])
     compared = 0
@@ -196,7 +198,8 @@ def test_corrupted_assignments_and_sticky_user_data_agree_with_java(java_oracle)
             assert answer.startswith("ERR") or "UTF-8" in str(exc), (data.hex(), answer)
             continue
         partitions, user_data = _ok(answer)
-        assert ours.partitions == dec_tps(partitions) and ours.user_data == (None if user_data == "~" else bytes.fromhex(user_data))
+        assert ours.partitions == dec_tps(partitions)
+        assert ours.user_data == (None if user_data == "~" else bytes.fromhex(user_data))
 
     sticky = encode_sticky_user_data([TopicPartition("orders", 1), TopicPartition("pay", 0)], 6)
     blobs = [_mutate(rng, sticky) for _ in range(CASES)]

@@ -12,12 +12,12 @@ from kassign import Assignment, Subscription, TopicPartition
 from kassign.protocol import (
     decode_assignment,
     decode_cooperative_user_data,
-    decode_subscription,
     decode_sticky_user_data,
+    decode_subscription,
     encode_assignment,
     encode_cooperative_user_data,
-    encode_subscription,
     encode_sticky_user_data,
+    encode_subscription,
 )
 
 # Per-test settings (not a global profile): other modules keep their own.
@@ -46,7 +46,8 @@ def test_default_version_is_3(sub: Subscription) -> None:
 
 @EXAMPLES
 @given(subscriptions, st.integers(4, 2**15 - 1), st.binary(max_size=16))
-def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(sub: Subscription, version: int, extra: bytes) -> None:
+def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(sub: Subscription, version: int,
+                                                                         extra: bytes) -> None:
     v3 = encode_subscription(sub, 3)
     newer = struct.pack(">h", version) + v3[2:] + extra
     assert decode_subscription(newer) == decode_subscription(v3)
@@ -124,7 +125,8 @@ def test_subscription_layout_by_hand() -> None:
         b"\x00\x02r1"                                 # rack
     )
     assert encode_subscription(sub) == expected
-    assert encode_subscription(Subscription([]), 3) == b"\x00\x03" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\xff\xff"
+    assert encode_subscription(Subscription([]), 3) == (
+        b"\x00\x03" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\xff\xff")
 
 
 @EXAMPLES

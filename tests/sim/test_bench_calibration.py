@@ -18,27 +18,25 @@ from pathlib import Path
 
 import pytest
 
-from kassign.sim.bench_calibration import (
+from kassign.sim.bench_meta import BENCH_MODES, bench_config
+from kassign.sim.calibration.benchmark import (
     BENCH_METRICS,
     BENCH_RECORDINGS,
-    BENCH_MODES,
     FITTED_REPS,
     HELD_OUT_BY_CLIENT,
     HELD_OUT_REPS,
     LOADED_REPS,
     RECHECK_REPS,
-    bench_config,
     compare_cells,
     held_out_yardsticks,
     is_held_out,
     load_bench_runs,
     recorded_bench_metrics,
-    reproducible_cells,
     simulate_bench,
 )
-from kassign.sim.bench_consumer_protocol import KIP848_RECORDINGS
-from kassign.sim.bench_fit import measured_heartbeat_lag_ms
-from kassign.sim.bench_harness import harness_inputs
+from kassign.sim.calibration.consumer_protocol import KIP848_RECORDINGS
+from kassign.sim.calibration.fit import measured_heartbeat_lag_ms
+from kassign.sim.calibration.harness import harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +60,8 @@ HELD_OUT_MISSES: dict[tuple[str, str, str], set[str]] = {
 #: runs' first five against their last five.
 REPRODUCIBLE = {"unowned_ps": 34, "settle_s": 38, "moved": 39}
 REPRODUCIBLE_HALVES = {"unowned_ps": 35, "settle_s": 39, "moved": 40}
-AIOKAFKA_MODES = {name for name, mode in BENCH_MODES.items() if mode.client == "aiokafka" and mode.group_protocol == "classic"}
+AIOKAFKA_MODES = {name for name, mode in BENCH_MODES.items()
+                  if mode.client == "aiokafka" and mode.group_protocol == "classic"}
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +226,7 @@ def test_loaded_pass_counts_are_the_docs() -> None:
 
 
 def test_the_cli_refuses_repetitions_that_are_not_numbers(capsys) -> None:  # noqa: ANN001
-    from kassign.sim.bench_cli import main
+    from kassign.sim.calibration.cli import main
 
     with pytest.raises(SystemExit):
         main(["--reps", "6,x"])

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 from kassign.timeline.metrics import (
     CLOCK_SLACK_S,
@@ -20,7 +21,6 @@ from kassign.timeline.metrics import (
     processing_times,
     unowned_partition_seconds,
 )
-from kassign.model import TopicPartition
 
 T = "t"
 P0, P1, P2 = (TopicPartition(T, p) for p in range(3))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kassign.sim.calibration import compare, load_runs, recorded_metrics, simulated_metrics
+from kassign.sim.calibration.timelines import compare, load_runs, recorded_metrics, simulated_metrics
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 

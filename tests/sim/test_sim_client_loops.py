@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kassign.model import Assignment, Subscription
-from kassign.sim import Scenario, ScaleOut, SimConfig, simulate
+from kassign.sim import ScaleOut, Scenario, SimConfig, simulate
 from kassign.sim.coordinator import JoinResponse, KafkaCoordinator, SyncResponse
 from kassign.sim.engine import EventLoop
 from kassign.sim.member import LIBRDKAFKA_JOIN_INTERVAL_S
@@ -119,7 +119,7 @@ def test_join_barrier_waits_for_a_member_sent_member_id_required() -> None:
     coordinator.join(new, sub, True)  # back with its id
     loop.run(1.2, lambda: False)
     assert old.joins[-1].generation == new.joins[-1].generation == 2
-    assert set((old.joins[-1].members or {})) == {"old", "new"}
+    assert set(old.joins[-1].members or {}) == {"old", "new"}
 
 
 def test_a_pending_member_that_never_returns_stops_holding_the_barrier_after_its_session() -> None:
@@ -210,8 +210,9 @@ MEASURED_LIBRDKAFKA_GAP_MS = {"instant": 332.0, "process": 422.0}
 def test_librdkafka_heartbeats_go_when_its_main_thread_wakes(profile: str) -> None:
     # No heartbeat timer on the classic protocol: a due heartbeat waits for a commit or a 500 ms / 1 s
     # timer, so the gaps are well over the 250 ms interval, as measured.
-    from kassign.sim.bench_calibration import bench_config, load_bench_runs
-    from kassign.sim.bench_harness import BenchSimulation, harness_inputs
+    from kassign.sim.bench_meta import bench_config
+    from kassign.sim.calibration.benchmark import load_bench_runs
+    from kassign.sim.calibration.harness import BenchSimulation, harness_inputs
 
     (run,) = [r for r in load_bench_runs(reps=[1]) if r.name == f"{profile}-crash-rdkafka-r1"]
     sim = BenchSimulation(harness_inputs(run.meta, run.events()), bench_config(run.meta), seed=1)

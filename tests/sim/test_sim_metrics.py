@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kassign.model import TopicPartition
 from kassign.timeline.events import Event, read_events
 from kassign.timeline.metrics import (
     count_rounds,
@@ -17,7 +18,6 @@ from kassign.timeline.metrics import (
     recording_phases,
     timeline_metrics,
 )
-from kassign.model import TopicPartition
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines"
 RUNS = sorted(d.name for d in RECORDINGS.iterdir() if (d / "metrics.json").is_file())

@@ -89,7 +89,8 @@ def test_a_crash_costs_a_session_timeout() -> None:
 
 def test_static_members_restart_within_the_session_timeout_without_a_rebalance() -> None:
     scenario = Scenario(3, {"topic": 12}).then(RollingRestart(down_s=2.0, interval_s=3.0, after_s=10.0))
-    static = simulate(scenario, SimConfig(assignor="sticky", static_membership=True, **KAFKA)).metrics["1:rolling_restart"]
+    static_config = SimConfig(assignor="sticky", static_membership=True, **KAFKA)
+    static = simulate(scenario, static_config).metrics["1:rolling_restart"]
     assert static.rounds == 0 and static.moved == 0
     dynamic = simulate(scenario, SimConfig(assignor="sticky", **KAFKA)).metrics["1:rolling_restart"]
     assert dynamic.rounds >= 6  # a leave and a join per member

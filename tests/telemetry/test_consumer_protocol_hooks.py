@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("aiokafka")
 
 from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks, call_hook  # noqa: E402
-from kassign.telemetry.aiokafka_glue import protocol_of  # noqa: E402
 from kassign.membership.consumer_group import MemberState  # noqa: E402
 from kassign.telemetry import RebalanceRecorder  # noqa: E402
+from kassign.telemetry.aiokafka_glue import protocol_of  # noqa: E402
 from tests.adapters.test_aiokafka_consumer_group import (  # noqa: E402
     FakeGroupCoordinator,
     coordinator,

@@ -83,7 +83,8 @@ def test_cooperative_sync_with_revocation_counts_once_and_rejoin_starts_after_as
 def test_lost_partitions_start_the_rejoin_and_closing_stops_inference() -> None:
     events = [
         ev(0.0, "subscribed"), ev(1.0, "cb_assigned", [0], dur=0.0),
-        ev(10.0, "cb_lost", [0], dur=0.100), ev(12.1, "cb_assigned", [0], dur=0.0),  # 2000 ms from the lost callback's end
+        # cb_assigned 2000 ms from the lost callback's end
+        ev(10.0, "cb_lost", [0], dur=0.100), ev(12.1, "cb_assigned", [0], dur=0.0),
         ev(20.0, "closing"), ev(20.01, "cb_revoked", [0], dur=0.0), ev(20.02, "cb_assigned", [], dur=0.0),
     ]
     m = run(events, now=21.0)
@@ -157,7 +158,8 @@ def test_eager_recording_latency_is_revoke_to_assign(run_name: str) -> None:
                     total += (e.t - start) * 1000.0
                 start = None
         assert m["rebalance-total"] == count > 0, member
-        assert m["rebalance-latency-total"] == pytest.approx(total, abs=1e-3), member  # unix ms in a float: ~0.2 µs steps
+        # unix ms in a float: ~0.2 µs steps
+        assert m["rebalance-latency-total"] == pytest.approx(total, abs=1e-3), member
 
 
 def test_cli_prints_metrics_of_a_recording(capsys: pytest.CaptureFixture[str]) -> None:

@@ -70,7 +70,7 @@ class Notes:
         calls = [c for c in self.calls if c[1] < self.stopping_at]
         start: float | None = self.subscribed_at
         latencies, last_end, revoked_in_sync = [], None, None
-        for kind, entry, exit_, parts in calls:
+        for kind, entry, exit_, _parts in calls:
             if cooperative and kind == "revoked":
                 if revoked_in_sync is None:
                     revoked_in_sync = entry

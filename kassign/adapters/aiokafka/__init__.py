@@ -6,8 +6,10 @@
 * :class:`CooperativeConsumer`: an AIOKafkaConsumer that sends full subscriptions and rebalances
   cooperatively (KIP-429) when every listed assignor supports it; with ``group_protocol="consumer"``
   it is a member of a KIP-848 consumer group instead (the broker assigns, with ``group_remote_assignor``).
+* :func:`group_id_of`: what the rest of kassign (telemetry) may read of an aiokafka consumer.
 """
 
+from kassign.adapters.aiokafka.accessors import group_id_of
 from kassign.adapters.aiokafka.assignors import (
     CooperativeStickyAssignor,
     RangeAssignor,
@@ -26,4 +28,5 @@ __all__ = [
     "CooperativeConsumer",
     "IllegalCooperativeAssignment",
     "FencedInstanceIdError",
+    "group_id_of",
 ]

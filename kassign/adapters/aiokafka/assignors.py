@@ -28,6 +28,7 @@ import functools
 import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import Any, ClassVar
 
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
@@ -66,7 +67,7 @@ class _ClassOrInstanceMethod:
 
 
 def _calling_coordinator() -> GroupCoordinator | None:
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(_MAX_STACK_DEPTH):
         if frame is None:
             return None

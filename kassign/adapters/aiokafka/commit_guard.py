@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import aiokafka.errors as Errors
@@ -90,7 +91,7 @@ class CommitGuard:
         return close_started(self)
 
     async def ensure_coordinator_known(self) -> None:
-        if self.coordinator_id is None and self._closing_now():  # type: ignore[attr-defined]
+        if self.coordinator_id is None and self._closing_now():
             await self._look_up_coordinator_once()
             return
         await super().ensure_coordinator_known()  # type: ignore[misc]
@@ -220,11 +221,11 @@ class CommitGuard:
         """Whether a revocation commit that failed with ``err`` is tried again."""
         return bool(err.retriable)
 
-    def _revoked_offsets(self, assignment: Any, partitions: frozenset[Any]) -> dict[Any, Any]:
+    def _revoked_offsets(self, assignment: Any, partitions: AbstractSet[Any]) -> dict[Any, Any]:
         """What a revocation of ``partitions`` commits: their consumed positions in ``assignment``."""
         return consumed_offsets(assignment, partitions)
 
-    async def _commit_revoked(self, assignment: Any, partitions: frozenset[Any]) -> None:
+    async def _commit_revoked(self, assignment: Any, partitions: AbstractSet[Any]) -> None:
         """Commit the consumed positions of ``partitions`` before they are revoked: a few attempts, then
         given up with an error logged."""
         offsets = self._revoked_offsets(assignment, partitions)

@@ -10,7 +10,7 @@ go out in the background, at most one in flight, and a commit that must be done 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 __all__ = ["SerialCommitter"]
@@ -19,7 +19,7 @@ __all__ = ["SerialCommitter"]
 class SerialCommitter:
     """Sends commits through ``send`` (which handles the commit's own errors), one at a time."""
 
-    def __init__(self, send: Callable[[dict[Any, int]], Awaitable[None]], name: str) -> None:
+    def __init__(self, send: Callable[[dict[Any, int]], Coroutine[Any, Any, None]], name: str) -> None:
         self._send = send
         self._name = name
         self._in_flight: asyncio.Task[None] | None = None

@@ -33,7 +33,8 @@ _DEFAULT_STRATEGY = (CooperativeStickyAssignor,)
 # Settings the broker owns on the consumer protocol; Java refuses them there too.
 _CLASSIC_ONLY = {
     "session_timeout_ms": "the group's consumer.session.timeout.ms (broker: group.consumer.session.timeout.ms)",
-    "heartbeat_interval_ms": "the group's consumer.heartbeat.interval.ms (broker: group.consumer.heartbeat.interval.ms)",
+    "heartbeat_interval_ms":
+        "the group's consumer.heartbeat.interval.ms (broker: group.consumer.heartbeat.interval.ms)",
 }
 
 
@@ -72,6 +73,8 @@ class CooperativeConsumer(AIOKafkaConsumer):
     ``partition_assignment_strategy`` are refused with it, as Java refuses them.
     """
 
+    _fetcher: Any  # built by start() (aiokafka's attribute, untyped)
+
     def __init__(
         self,
         *topics: str,
@@ -89,7 +92,8 @@ class CooperativeConsumer(AIOKafkaConsumer):
             raise ValueError("group_remote_assignor applies to group_protocol='consumer' only (the broker assigns "
                              "there); the classic protocol assigns with partition_assignment_strategy")
         if group_protocol == "consumer":
-            if group_remote_assignor is not None and (not isinstance(group_remote_assignor, str) or not group_remote_assignor):
+            if group_remote_assignor is not None and (
+                    not isinstance(group_remote_assignor, str) or not group_remote_assignor):
                 raise ValueError(f"group_remote_assignor must name a broker-side assignor such as 'uniform' or "
                                  f"'range', got {group_remote_assignor!r}")
             if partition_assignment_strategy is not _DEFAULT_STRATEGY:
@@ -103,7 +107,8 @@ class CooperativeConsumer(AIOKafkaConsumer):
         self._kassign_remote_assignor = group_remote_assignor
         self._kassign_fast_follow_up = fast_follow_up
         if isinstance(partition_assignment_strategy, (str, bytes)) or not partition_assignment_strategy:
-            raise ValueError(f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
+            raise ValueError(
+                f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
         self._kassign_assignors = [core_assignor_for(s) for s in partition_assignment_strategy]
         self._kassign_protocol = select_rebalance_protocol(self._kassign_assignors)
         super().__init__(

@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import aiokafka.errors as Errors
@@ -147,6 +149,9 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     member-epoch commits. ``server_assignor``: Java's ``group.remote.assignor`` (``"uniform"``,
     ``"range"``, or None for the group's default)."""
 
+    # Started by aiokafka's GroupCoordinator (untyped), cleared here.
+    _commit_refresh_task: asyncio.Task[None] | None
+
     def __init__(self, client: Any, subscription: Any, *, server_assignor: str | None = None,
                  client_rack: str | None = None, **kwargs: Any) -> None:
         group_id = kwargs.get("group_id") or "aiokafka-default-group"
@@ -184,7 +189,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         super().__init__(client, subscription, **kwargs)
 
     # aiokafka reads and writes these; on this protocol they follow the member.
-    @property  # type: ignore[override]
+    @property
     def generation(self) -> int:
         """The member epoch (-1 when the member has none)."""
         epoch = self._member.member_epoch
@@ -194,7 +199,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     def generation(self, value: int) -> None:
         pass  # aiokafka resets it; the member's epoch is the protocol's
 
-    @property  # type: ignore[override]
+    @property
     def member_id(self) -> str:
         """This member's id (kept for the consumer's whole life, as KIP-1082 wants)."""
         return self._member.member_id
@@ -443,7 +448,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         if done:
             self._heartbeat_wake.set()  # the acknowledgement goes out now
 
-    async def _revoke(self, partitions: frozenset[AioTopicPartition], *, commit: bool) -> None:
+    async def _revoke(self, partitions: AbstractSet[AioTopicPartition], *, commit: bool) -> None:
         """Stop consuming ``partitions``, commit them (``commit``), then ``on_partitions_revoked``."""
         assignment = self._owned_assignment
         pause(assignment, partitions)
@@ -456,7 +461,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         log.info("group %s: revoking %s", self.group_id, sorted(partitions))
         await self._call_listener("on_partitions_revoked", partitions)
 
-    def _revoked_offsets(self, assignment: Any, partitions: frozenset[AioTopicPartition]) -> dict[Any, Any]:
+    def _revoked_offsets(self, assignment: Any, partitions: AbstractSet[AioTopicPartition]) -> dict[Any, Any]:
         # A partition of a dropped topic is no longer in aiokafka's assignment: its position was kept aside.
         offsets = super()._revoked_offsets(assignment, partitions)
         offsets.update({tp: o for tp, o in self._dropped_positions.items() if tp in partitions})
@@ -512,10 +517,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             if delay is None or delay > 0:
                 wait = _IDLE_CHECK_S if delay is None else min(delay, _IDLE_CHECK_S)
                 self._heartbeat_wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._heartbeat_wake.wait(), wait)
-                except asyncio.TimeoutError:
-                    pass
                 continue
             try:
                 await self.ensure_coordinator_known()
@@ -523,7 +526,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 # FindCoordinator refused (no Describe on the group): Java reports it and keeps looking
                 # the coordinator up after the backoff, so an ACL added later is picked up.
                 self._report(GroupAuthorizationFailed(
-                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"))
+                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED",
+                    "GROUP_AUTHORIZATION_FAILED"))
                 log.error("group %s: not authorized to find the coordinator (%s); retrying", self.group_id, err)
                 member.on_heartbeat_failure("FindCoordinator: GROUP_AUTHORIZATION_FAILED")
                 last_sent = time.monotonic()
@@ -602,10 +606,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _stop_task(task: asyncio.Task[None] | None) -> None:
         if task is not None and not task.done():
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
 
     async def _maybe_leave_group(self) -> None:
         """Leave (close, unsubscribe): revoke (or lose) everything, then one leave heartbeat, epoch -1
@@ -631,7 +633,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             return
         try:
             await asyncio.wait_for(self._send_leave(request), _LEAVE_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("group %s: the leave heartbeat was not answered within %.0f s", self.group_id, _LEAVE_WAIT_S)
             return
         log.info("group %s: member %s left the group", self.group_id, self._member.member_id)

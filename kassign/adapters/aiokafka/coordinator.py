@@ -39,11 +39,11 @@ this module carries them out with aiokafka's requests, fetch state and listener 
   ``rejoin_after_s`` seconds (its delay ends) the member rejoins then, starting the follow-up round;
 * a listener with ``rebalance_started(generation)`` / ``rebalance_completed(ok, generation, error)``
   hooks (kassign's telemetry listener) hears when each JoinGroup/SyncGroup round starts and ends;
-* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a leader whose assignor
-  withheld partitions marks every assignment, and a marked member rejoins without waiting for its
-  next heartbeat (once per marked generation; the leader marks at most one generation in a row that
-  withholds again what the one before withheld with no new member, so a broker without a join
-  barrier gets no storm).
+* ``fast_follow_up`` (on in ``CooperativeConsumer`` by default; :mod:`kassign.membership.follow_up`): a
+  leader whose assignor withheld partitions marks every assignment, and a marked member rejoins without
+  waiting for its next heartbeat (once per marked generation; the leader marks at most one generation
+  in a row that withholds again what the one before withheld with no new member, so a broker without
+  a join barrier gets no storm).
 """
 
 from __future__ import annotations
@@ -61,21 +61,21 @@ from aiokafka.protocol.commit import OffsetCommitRequest
 from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from kassign.adapters.aiokafka.static_heartbeat import (
-    FENCED_INSTANCE_ID,
-    FencedInstanceIdError,
-    InstanceHeartbeatRequest,
-)
-from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
 from kassign.adapters.aiokafka.commit_guard import CommitGuard, rebalance_in_progress
-from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
-from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.group_protocol import (
     as_kafka_error,
     cluster_inputs,
     encode_group_assignment,
     read_member_subscriptions,
     replica_racks,
+)
+from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
+from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
+from kassign.adapters.aiokafka.listener_hooks import call_hook
+from kassign.adapters.aiokafka.static_heartbeat import (
+    FENCED_INSTANCE_ID,
+    FencedInstanceIdError,
+    InstanceHeartbeatRequest,
 )
 from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
@@ -192,6 +192,10 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     ``assignors`` are kassign assignor instances belonging to this consumer alone.
     """
+
+    # Set by aiokafka's GroupCoordinator (untyped) or reset here.
+    generation: int
+    _group_subscription: set[str] | None
 
     def __init__(
         self,
@@ -361,10 +365,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     # -- after SyncGroup -------------------------------------------------------------------
 
-    async def _on_join_complete(self, generation: int, member_id: str, protocol: str, member_assignment_bytes: bytes) -> None:
+    async def _on_join_complete(self, generation: int, member_id: str, protocol: str,
+                                member_assignment_bytes: bytes) -> None:
         assignor = self._lookup_assignor(protocol)
         if assignor is None:
-            raise Errors.KafkaError(f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
+            raise Errors.KafkaError(
+                f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
         try:
             received = decode_assignment(member_assignment_bytes)
         except ProtocolError as exc:
@@ -506,7 +512,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._lost_cause = "it left the group"
         if departure.lost:
             await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
-        if poll_timeout and self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+        if poll_timeout and self._subscription.subscription is not None \
+                and self._subscription.partitions_auto_assigned():
             self._install(frozenset(), carried=frozenset())  # no more records of the partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.

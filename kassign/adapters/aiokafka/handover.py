@@ -61,9 +61,10 @@ def pause(assignment: Any, partitions: Iterable[AioTopicPartition]) -> None:
             state.pause()
 
 
-def consumed_offsets(assignment: Any, partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
+def consumed_offsets(assignment: Any,
+                     partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
     """The positions of ``partitions`` that have one, as offsets to commit."""
-    offsets = {}
+    offsets: dict[AioTopicPartition, OffsetAndMetadata] = {}
     if assignment is None:
         return offsets
     for tp in partitions:

@@ -4,7 +4,8 @@ kassign's coordinators are subclasses of aiokafka's ``GroupCoordinator`` and ove
 hooks -- the classic protocol's (:mod:`kassign.adapters.aiokafka.coordinator`): ``_on_join_prepare``,
 ``_perform_assignment``, ``_on_join_complete``, ``_do_rejoin_group``, ``_maybe_leave_group``,
 ``_do_heartbeat``, ``_stop_heartbeat_task``, ``_send_req``, ``_do_commit_offsets``, ``commit_offsets``,
-``_get_metadata_snapshot`` (compared by aiokafka's metadata listener), ``reset_generation`` (called right after the response that caused it)
+``_get_metadata_snapshot`` (compared by aiokafka's metadata listener), ``reset_generation`` (called right
+after the response that caused it)
 and ``CoordinatorGroupRebalance._send_sync_group_request``; KIP-848's
 (:mod:`kassign.adapters.aiokafka.consumer_group_coordinator`): ``_coordination_routine``,
 ``_maybe_leave_group``, ``_do_commit_offsets``, ``_on_metadata_change``, reusing its coordinator
@@ -113,7 +114,8 @@ def coordinator_settings(consumer: Any) -> dict[str, Any]:
 
 def replica_ids(cluster: Any, topic: str) -> Mapping[int, list[int]]:
     """Partition -> replica broker ids of ``topic`` (ClusterMetadata has no public accessor)."""
-    return {partition: list(meta.replicas) for partition, meta in getattr(cluster, "_partitions", {}).get(topic, {}).items()}
+    partitions = getattr(cluster, "_partitions", {}).get(topic, {})
+    return {partition: list(meta.replicas) for partition, meta in partitions.items()}
 
 
 def carry_fetch_state(previous: Any, assignment: Any, tp: Any) -> bool:

@@ -32,7 +32,7 @@ async def positions(consumer: Any, partitions: Iterable[Any], timeout: float = 0
     async def position(tp: Any) -> int | None:
         try:
             return await asyncio.wait_for(consumer.position(tp), timeout)
-        except (asyncio.TimeoutError, KafkaError, AssertionError, ValueError):
+        except (TimeoutError, KafkaError, AssertionError, ValueError):
             return None
 
     found = await asyncio.gather(*(position(tp) for tp in asked))

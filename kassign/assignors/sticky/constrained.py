@@ -16,7 +16,7 @@ up and unassigned partitions go to same-rack members first, as in Java 3.9.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import itemgetter
 
@@ -34,7 +34,7 @@ _partition_then_topic = itemgetter(1, 0)
 _SPARSE = 32
 
 
-def topic_partitions(topic: str, partitions: Sequence[int] | range) -> list[TopicPartition]:
+def topic_partitions(topic: str, partitions: Iterable[int]) -> list[TopicPartition]:
     """``[TopicPartition(topic, p) for p in partitions]``, built without a Python call per item."""
     return list(map(_new, repeat(TopicPartition), zip(repeat(topic), partitions)))
 
@@ -103,7 +103,8 @@ def constrained_assign(
                 exactly_min.append(i)
         if n_owned > quota:
             older = ownership.older_claims
-            mine = sorted(mine, key=(lambda tp: (tp in older, tp[1], tp[0])) if older else _partition_then_topic)
+            by_age = (lambda tp: (tp in older, tp[1], tp[0])) if older else _partition_then_topic  # noqa: B023 - used at once
+            mine = sorted(mine, key=by_age)
             ownership.release(i, mine[quota:])
             del mine[quota:]
         assignment.append(mine)

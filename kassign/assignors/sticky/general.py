@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import add, itemgetter, not_, sub
 
@@ -197,9 +197,10 @@ class _GeneralAssignment:
             added[i] = added.get(i, 0) + k
             count[i] += k
 
-    def _free_on_rack(self, topic: str) -> dict[str, int]:
-        """rack -> how many unowned partitions of ``topic`` have a replica there."""
-        room: dict[str, int] = {}
+    def _free_on_rack(self, topic: str) -> dict[str | None, int]:
+        """rack -> how many unowned partitions of ``topic`` have a replica there (a member without a
+        rack looks up None, which is never there)."""
+        room: dict[str | None, int] = {}
         mark, partition_racks = self.ownership.marks[topic], self.racks.partition_racks
         for p in range(self.topics[topic]):
             if not mark[p]:
@@ -214,6 +215,7 @@ class _GeneralAssignment:
         subs, count, added = self.subscribers[topic], self.count, self.added[topic]
         returning = self.returning.get(topic)
         last = map(not_, map(returning.__contains__, subs)) if returning else repeat(True)
+        off: Iterable[bool]
         if self.racks.enabled:  # among equals, members on a rack holding a free replica of the topic
             room, racks = self._free_on_rack(topic), self.racks.member_racks
             off = [not room.get(racks.get(i), 0) for i in subs]
@@ -330,7 +332,7 @@ class _GeneralAssignment:
         """Chains: member A may be two or more below member Z with no topic in common, yet reach it
         through members in between (A takes from B what B can take back from Z, ...). Shift one
         partition along the shortest such chain while one exists (each shift lowers the spread)."""
-        count, subscribers = self.count, self.subscribers
+        count = self.count
         if max(count) - min(count) < 2:
             return
         # topic -> members holding newly handed out partitions of it / any partition of it
@@ -492,22 +494,22 @@ class _GeneralAssignment:
                 # giving those back costs no locality and moves nothing.
                 reserved = dict.fromkeys(slots, 0)
                 for tp in pool:
-                    i = given_up_by.get(tp)
-                    if i in slots and reserved[i] < slots[i] and not any(racks.matches(j, tp) for j in slots):
-                        reserved[i] += 1
+                    giver = given_up_by.get(tp)
+                    if giver is not None and giver in slots and reserved[giver] < slots[giver] \
+                            and not any(racks.matches(j, tp) for j in slots):
+                        reserved[giver] += 1
                 for tp in sorted(pool, key=racks.members_on_replica_racks):
                     candidates = [i for i in slots if slots[i] > reserved[i] and racks.matches(i, tp)]
                     if candidates:
-                        i = given_up_by.get(tp)
-                        if i not in candidates:
-                            i = candidates[0]
+                        giver = given_up_by.get(tp)
+                        i = giver if giver is not None and giver in candidates else candidates[0]
                         placed[tp] = i
                         slots[i] -= 1
             for tp in pool:
-                i = given_up_by.get(tp)
-                if i is not None and tp not in placed and slots.get(i):
-                    placed[tp] = i  # back to the member that gave it up: no move
-                    slots[i] -= 1
+                giver = given_up_by.get(tp)
+                if giver is not None and tp not in placed and slots.get(giver):
+                    placed[tp] = giver  # back to the member that gave it up: no move
+                    slots[giver] -= 1
             rest = iter([tp for tp in pool if tp not in placed])
             for i, k in slots.items():
                 for _ in range(k):

@@ -63,7 +63,8 @@ class _Refiner:
     def cost(self, tp: TopicPartition, member: int) -> int:
         """What ``tp`` costs at ``member``: off its replicas' racks, away from its owner."""
         owner = self.owner.get(tp)
-        return (self.rate * self.k + 1) * self.racks.mismatch(member, tp) + self.k * (owner is not None and owner != member)
+        moved = owner is not None and owner != member
+        return (self.rate * self.k + 1) * self.racks.mismatch(member, tp) + self.k * moved
 
     def run(self) -> dict[TopicPartition, int]:
         moved: dict[TopicPartition, int] = {}
@@ -202,7 +203,7 @@ def _pred_cycle(pred: list[tuple[int, TopicPartition | None] | None]) -> int | N
     """A node on a cycle of the predecessor graph, or None."""
     state = [0] * len(pred)  # 0 new, 1 on the current walk, 2 done
     for first in range(len(pred)):
-        node = first
+        node: int | None = first
         walk = []
         while node is not None and state[node] == 0:
             state[node] = 1

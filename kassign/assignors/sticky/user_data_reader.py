@@ -117,7 +117,7 @@ class StickyUserDataReader:
             partitions, generation = decode_sticky_user_data(data)  # raises the precise ProtocolError
             return list(partitions), generation
 
-    def _read_by_layout(self, buf: bytes) -> tuple[list[TopicPartition], int] | None:
+    def _read_by_layout(self, buf: bytes) -> tuple[list[TopicPartition], int | None] | None:
         # Same length and same first topic: very likely the same layout (verified before use).
         first_length = int.from_bytes(buf[4:6], "big")
         first = buf[6:6 + first_length]
@@ -131,7 +131,7 @@ class StickyUserDataReader:
             layout = self._layouts[key] = self._compile(buf) or _UNUSABLE
             if isinstance(layout, _Layout):
                 self._similar.setdefault(first, layout)
-        if layout == _UNUSABLE:
+        if not isinstance(layout, _Layout):  # _UNUSABLE
             return self._read_similar(buf, first)
         result = layout.read(buf)
         if result is not None:
@@ -164,7 +164,8 @@ class StickyUserDataReader:
             segment = starts.get(raw)
             if segment is not None and done + segment.entries <= n_entries and pos + segment.size <= size \
                     and segment.fixed.unpack_from(buf, pos) == segment.expected_fixed:
-                extend(map(_new, repeat(tp_type), zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
+                extend(map(_new, repeat(tp_type),
+                           zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
                 pos += segment.size
                 done += segment.entries
                 by_segments += segment.entries

@@ -4,11 +4,11 @@ Each run there is one cell of ``benchmarks/rebalance.py`` (profile x scenario x 
 times (``<profile>-<scenario>-<mode>-r<k>``). This module replays a run in the simulator and measures
 both timelines the way the benchmark measured the real one:
 
-* :func:`bench_config`: the run's settings as a :class:`SimConfig` (assignor, client and fast
-  follow-up per mode, static membership, timeouts, per-batch processing, and the client's
-  :data:`~kassign.sim.config.KAFKA44_PRESETS` latencies);
+* :func:`~kassign.sim.bench_meta.bench_config`: the run's settings as a :class:`SimConfig` (assignor,
+  client and fast follow-up per mode, static membership, timeouts, per-batch processing, and the
+  client's :data:`~kassign.sim.config.KAFKA44_PRESETS` latencies);
 * :func:`simulate_bench`: the run in the simulator, driven by the benchmark's harness
-  (:mod:`kassign.sim.bench_harness`, with what the harness did read from the recording);
+  (:mod:`kassign.sim.calibration.harness`, with what the harness did read from the recording);
 * :func:`bench_metrics`: the benchmark's row (``unowned_ps``, ``settle_s``, ``moved``) from any
   timeline, built on :mod:`kassign.timeline.metrics` (a member stops owning when it starts
   closing, as in the benchmark); on a recording it is the row in its ``meta.json``;
@@ -19,8 +19,8 @@ recorded after the last model change that touches it (:data:`HELD_OUT_BY_CLIENT`
 :data:`RECHECK_REPS` (r21-r30) for the aiokafka modes, recorded after aiokafka's start-up delay was
 measured, and :data:`HELD_OUT_REPS` (r11-r20, a quiet machine) for Java and librdkafka.
 :data:`LOADED_REPS` (r6-r10, recorded beside a simulator fit) and, for the aiokafka modes, r11-r20 are
-further checks. ``python -m kassign.sim.bench_cli`` prints the held-out comparison (``--fit`` refits
-the presets on the given repetitions first, :mod:`kassign.sim.bench_fit`).
+further checks. ``python -m kassign.sim.calibration`` prints the held-out comparison (``--fit`` refits
+the presets on the given repetitions first, :mod:`kassign.sim.calibration.fit`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from kassign.model import TopicPartition
-from kassign.sim.bench_harness import TOPIC, BenchRunResult, BenchSimulation, harness_inputs
-from kassign.sim.config import KAFKA44_PRESETS, SimConfig, kafka44_presets
+from kassign.sim.bench_meta import bench_client, bench_config, mode_of
+from kassign.sim.calibration.harness import TOPIC, BenchRunResult, BenchSimulation, harness_inputs
+from kassign.sim.config import KAFKA44_PRESETS, SimConfig
 from kassign.timeline.events import Event, read_events
 from kassign.timeline.metrics import (
     GONE_EVENTS,
@@ -48,7 +49,6 @@ from kassign.timeline.metrics import (
 
 __all__ = [
     "BENCH_RECORDINGS",
-    "BENCH_MODES",
     "BENCH_METRICS",
     "FITTED_REPS",
     "HELD_OUT_REPS",
@@ -59,15 +59,10 @@ __all__ = [
     "agrees",
     "reproducible_cells",
     "held_out_yardsticks",
-    "BenchMode",
     "BenchRun",
     "BenchMetrics",
     "CellComparison",
     "load_bench_runs",
-    "is_bench_meta",
-    "processing_of",
-    "client_of",
-    "bench_config",
     "bench_metrics",
     "recorded_bench_metrics",
     "simulate_bench",
@@ -76,14 +71,11 @@ __all__ = [
     "format_cells",
 ]
 
-BENCH_RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-bench-kafka44"
+BENCH_RECORDINGS = Path(__file__).resolve().parents[3] / "data" / "rebalance-bench-kafka44"
 #: Metrics compared per cell; ``step_settle_s`` (a rolling restart's mean settle per restart) is
 #: shown beside them because a rolling restart's ``settle_s`` is mostly the harness's schedule.
 BENCH_METRICS = ("unowned_ps", "settle_s", "moved")
 ALL_METRICS = (*BENCH_METRICS, "step_settle_s")
-#: The benchmark's members report progress and commit what they processed every 200 ms (its
-#: ``GroupTiming(progress_ms=200)``), at the first turn of their poll loop past each tick.
-BENCH_COMMIT_MS = 200.0
 #: The repetitions the presets were fitted on.
 FITTED_REPS = (1, 2, 3, 4, 5)
 #: The held-out check: recorded on a quiet machine after the fit and after every model choice, ten
@@ -101,50 +93,6 @@ HELD_OUT_BY_CLIENT: dict[str, tuple[int, ...]] = {
 #: Seeds of the members' batch times simulated per recorded run with processing (see
 #: :func:`simulated_bench_metrics`).
 DRAWS = 5
-
-
-@dataclass(frozen=True)
-class BenchMode:
-    """How a benchmark mode's members are simulated."""
-
-    assignor: str
-    client: str
-    fast_follow_up: bool = False
-    group_protocol: str = "classic"  # "consumer": KIP-848, the broker assigns (``assignor`` unused)
-
-
-#: The benchmark's modes, by the short names of its run directories.
-BENCH_MODES: dict[str, BenchMode] = {
-    "eager": BenchMode("roundrobin", "aiokafka"),  # aiokafka 0.14's default assignor
-    "coop": BenchMode("cooperative-sticky", "aiokafka"),  # kassign, fast_follow_up=False
-    "fast": BenchMode("cooperative-sticky", "aiokafka", fast_follow_up=True),  # kassign's default
-    "static": BenchMode("cooperative-sticky", "aiokafka", fast_follow_up=True),  # + group_instance_id
-    "java": BenchMode("cooperative-sticky", "java"),  # kafka-clients 3.9.1
-    "rdkafka": BenchMode("cooperative-sticky", "librdkafka"),  # librdkafka 2.16.0
-    "kip848": BenchMode("cooperative-sticky", "aiokafka", group_protocol="consumer"),  # kassign on KIP-848
-    "java848": BenchMode("cooperative-sticky", "java", group_protocol="consumer"),  # kafka-clients 4.4.0
-    "rdkafka848": BenchMode("cooperative-sticky", "librdkafka", group_protocol="consumer"),
-}
-#: meta.json's ``mode`` -> the short name.
-MODE_NAMES = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
-              "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka",
-              "consumer": "kip848", "java-consumer": "java848", "librdkafka-consumer": "rdkafka848"}
-#: meta.json's member ``kind`` -> the simulator's client.
-KIND_CLIENTS = {"aiokafka": "aiokafka", "java": "java", "confluent": "librdkafka"}
-
-
-def mode_of(meta: Mapping[str, Any]) -> str:
-    """A run's mode, short name (``fast``...), from its meta.json."""
-    mode = str(meta.get("mode", ""))
-    short = MODE_NAMES.get(mode, mode)
-    if short not in BENCH_MODES:
-        raise ValueError(f"unknown benchmark mode {mode!r}; expected one of {sorted(MODE_NAMES)}")
-    return short
-
-
-def is_bench_meta(meta: Mapping[str, Any] | None) -> bool:
-    """Whether a meta.json is a ``benchmarks/rebalance.py`` recording's (it names its triggers and mode)."""
-    return bool(meta) and "triggers" in meta and str(meta.get("mode", "")) in MODE_NAMES  # type: ignore[operator]
 
 
 @dataclass(frozen=True)
@@ -186,66 +134,12 @@ def load_bench_runs(root: str | Path = BENCH_RECORDINGS, *, reps: Iterable[int] 
     return [r for r in runs if wanted is None or r.rep in wanted]
 
 
-# -- settings --------------------------------------------------------------------------------------
-
-
-def processing_of(meta: Mapping[str, Any]) -> dict[str, float | None]:
-    """``processing_ms``/``processing_max_ms`` from meta.json's ``process_ms``: ``[LO, HI]`` uniform,
-    ``[MS, MS]`` or ``MS`` fixed, ``[0, 0]`` or absent none."""
-    spec = meta.get("process_ms")
-    if spec is None:
-        return {"processing_ms": 0.0, "processing_max_ms": None}
-    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
-        return {"processing_ms": float(spec), "processing_max_ms": None}
-    if isinstance(spec, (list, tuple)) and len(spec) == 2 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec):
-        lo, hi = float(spec[0]), float(spec[1])
-        return {"processing_ms": lo, "processing_max_ms": None if hi == lo else hi}
-    raise ValueError(f"process_ms must be MS or [LO, HI] in ms, got {spec!r}")
-
-
-def client_of(meta: Mapping[str, Any]) -> str | None:
-    """The simulator client of a recording's members: meta's ``kind`` (aiokafka, java, confluent),
-    else its ``mode``; None when neither says."""
-    kind = meta.get("kind")
-    if kind in KIND_CLIENTS:
-        return KIND_CLIENTS[str(kind)]
-    mode = MODE_NAMES.get(str(meta.get("mode", "")))
-    return BENCH_MODES[mode].client if mode else None
-
-
-def _bench_client(meta: Mapping[str, Any]) -> str:
-    """The simulated client of a benchmark run: :func:`client_of`, else its mode's."""
-    return client_of(meta) or BENCH_MODES[mode_of(meta)].client
+# -- the held-out runs ------------------------------------------------------------------------------
 
 
 def is_held_out(run: BenchRun) -> bool:
     """Whether ``run`` belongs to its client's held-out set (:data:`HELD_OUT_BY_CLIENT`)."""
-    return run.rep in HELD_OUT_BY_CLIENT[_bench_client(run.meta)]
-
-
-def bench_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
-    """The simulator configuration of a benchmark run: Apache Kafka, the mode's assignor, client and
-    fast follow-up, static membership, the run's timeouts and per-batch processing, and the client's
-    Kafka 4.4 latencies; ``overrides`` last."""
-    mode = BENCH_MODES[mode_of(meta)]
-    client = _bench_client(meta)
-    values: dict[str, Any] = {
-        "assignor": mode.assignor,
-        "broker": "kafka",
-        "client": client,
-        "fast_follow_up": mode.fast_follow_up,
-        "group_protocol": mode.group_protocol,
-        "static_membership": bool(meta.get("static", False)),
-        "session_timeout_ms": float(meta.get("session_ms", 1500)),
-        "heartbeat_interval_ms": float(meta.get("heartbeat_ms", 250)),
-        "rebalance_timeout_ms": float(meta.get("max_poll_ms", 30000)),
-        "commit_interval_ms": BENCH_COMMIT_MS,
-        **processing_of(meta),
-        **kafka44_presets(client, mode.group_protocol),
-    }
-    values.update(overrides)
-    return SimConfig(**values)
+    return run.rep in HELD_OUT_BY_CLIENT[bench_client(run.meta)]
 
 
 # -- the benchmark's metrics -------------------------------------------------------------------------
@@ -298,8 +192,8 @@ def recorded_bench_metrics(run: BenchRun) -> BenchMetrics:
 
 def simulate_bench(run: BenchRun, config: SimConfig | None = None, *, draw: int = 0, **overrides: Any
                    ) -> BenchRunResult:
-    """Simulate ``run`` under its :func:`bench_config` (with ``overrides``) unless ``config`` is given;
-    ``draw`` picks another seed for the members' batch times."""
+    """Simulate ``run`` under its :func:`~kassign.sim.bench_meta.bench_config` (with ``overrides``)
+    unless ``config`` is given; ``draw`` picks another seed for the members' batch times."""
     config = config or bench_config(run.meta, **overrides)
     seed = int(run.meta.get("seed", run.rep)) * 100 + draw
     return BenchSimulation(harness_inputs(run.meta, run.events()), config, seed=seed, name=run.name).run_bench()
@@ -351,9 +245,9 @@ class CellComparison:
 def compare_cells(runs: Iterable[BenchRun], configure: Callable[[BenchRun], SimConfig] | None = None, *,
                   draws: int = DRAWS, reuse: Iterable[CellComparison] = ()) -> list[CellComparison]:
     """Median recorded vs median simulated per cell; ``configure`` builds each run's config
-    (default :func:`bench_config`), ``draws`` as :func:`simulated_bench_metrics`. A row of ``reuse``
-    (compared with the same ``configure`` and ``draws``) over exactly a cell's runs is taken as it is
-    instead of simulating them again."""
+    (default :func:`~kassign.sim.bench_meta.bench_config`), ``draws`` as :func:`simulated_bench_metrics`.
+    A row of ``reuse`` (compared with the same ``configure`` and ``draws``) over exactly a cell's runs
+    is taken as it is instead of simulating them again."""
     grouped: dict[tuple[str, str, str], list[BenchRun]] = defaultdict(list)
     for run in runs:
         grouped[run.cell].append(run)
@@ -443,7 +337,7 @@ def held_out_yardsticks(runs: Sequence[BenchRun], bound: float = 0.25
     itself: dict[str, set[tuple[str, str, str]]] = {metric: set() for metric in BENCH_METRICS}
     halves: dict[str, set[tuple[str, str, str]]] = {metric: set() for metric in BENCH_METRICS}
     for reps in sorted(set(HELD_OUT_BY_CLIENT.values())):
-        mine = [r for r in runs if HELD_OUT_BY_CLIENT[_bench_client(r.meta)] == reps]
+        mine = [r for r in runs if HELD_OUT_BY_CLIENT[bench_client(r.meta)] == reps]
         half = len(reps) // 2
         for metric, cells in reproducible_cells(mine, bound, check=reps).items():
             itself[metric] |= cells
@@ -465,7 +359,7 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
     fit, load, quiet_reps, recheck = (_reps(r) for r in (FITTED_REPS, LOADED_REPS, HELD_OUT_REPS, RECHECK_REPS))
     held = f"{recheck} (aiokafka modes) / {quiet_reps} (Java, librdkafka)"
     lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
-             "Written by `python -m kassign.sim.bench_cli --report FILE` from `data/rebalance-bench-kafka44` "
+             "Written by `python -m kassign.sim.calibration --report FILE` from `data/rebalance-bench-kafka44` "
              "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
              f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
              "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "

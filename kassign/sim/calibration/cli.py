@@ -1,8 +1,8 @@
-"""``python -m kassign.sim.bench_cli``: the simulator's calibration on the Apache Kafka 4.4
+"""``python -m kassign.sim.calibration``: the simulator's calibration on the Apache Kafka 4.4
 benchmark recordings from the command line -- recorded vs simulated medians per cell
-(:mod:`kassign.sim.bench_calibration`), a refit of the presets (:mod:`kassign.sim.bench_fit`), or
+(:mod:`kassign.sim.calibration.benchmark`), a refit of the presets (:mod:`kassign.sim.calibration.fit`), or
 the markdown report; ``--protocol consumer`` does the same for the KIP-848 model
-(:mod:`kassign.sim.bench_consumer_protocol`)."""
+(:mod:`kassign.sim.calibration.consumer_protocol`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kassign.sim.bench_calibration import (
+from kassign.sim.bench_meta import bench_config, client_of
+from kassign.sim.calibration.benchmark import (
     BENCH_RECORDINGS,
-    bench_config,
-    client_of,
     compare_cells,
     format_cells,
     is_held_out,
@@ -23,7 +22,7 @@ from kassign.sim.bench_calibration import (
     report,
     summary,
 )
-from kassign.sim.bench_consumer_protocol import (
+from kassign.sim.calibration.consumer_protocol import (
     CONSUMER_HELD_OUT_REPS,
     KIP848_RECORDINGS,
     compare_consumer_protocol,
@@ -31,7 +30,7 @@ from kassign.sim.bench_consumer_protocol import (
     consumer_protocol_runs,
     fit_consumer_presets,
 )
-from kassign.sim.bench_fit import FITTED_BY_CLIENT, fit_presets
+from kassign.sim.calibration.fit import FITTED_BY_CLIENT, fit_presets
 from kassign.sim.config import KAFKA44_PRESETS
 
 __all__ = ["main"]
@@ -40,7 +39,7 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
     presets on them first and print those; ``--report FILE``: write the calibration report)."""
-    ap = argparse.ArgumentParser(prog="python -m kassign.sim.bench_cli", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m kassign.sim.calibration", description=main.__doc__)
     ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
                     help="calibrate the classic model (default) or the KIP-848 one (consumer-protocol runs)")
     ap.add_argument("--root", type=Path, default=None,
@@ -59,13 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             ap.error(f"--reps must be comma-separated numbers, got {args.reps!r}")
     if args.protocol == "consumer":
-        return _consumer_protocol(args.root or KIP848_RECORDINGS, list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
+        return _consumer_protocol(args.root or KIP848_RECORDINGS,
+                                  list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
                                   fit=args.fit, report_to=args.report)
     root = args.root or BENCH_RECORDINGS
     if args.report is not None:
         args.report.write_text(report(root))
         return 0
-    runs = load_bench_runs(root, reps=reps) if reps is not None else [r for r in load_bench_runs(root) if is_held_out(r)]
+    if reps is not None:
+        runs = load_bench_runs(root, reps=reps)
+    else:
+        runs = [r for r in load_bench_runs(root) if is_held_out(r)]
     presets = {client: dict(values) for client, values in KAFKA44_PRESETS.items()}
     if args.fit:
         for client in presets:

@@ -1,4 +1,4 @@
-"""Fitting a client's latency presets to benchmark recordings (:mod:`kassign.sim.bench_calibration`).
+"""Fitting a client's latency presets to benchmark recordings (:mod:`kassign.sim.calibration.benchmark`).
 
 ``spawn_ms`` (from the harness's stop signal to the member's ``closing``) is read off the recordings
 (:func:`measured_spawn_ms`). The other latencies are fitted by a deterministic coordinate descent
@@ -7,7 +7,7 @@ sweeps) that minimises, over the cells, the log-ratio between simulated and reco
 unowned partition-seconds, settle time and per-restart settle time, the relative error in
 partitions moved, and half the mean per-run log-ratio (so that no setting wins by getting one
 repetition of a cell badly wrong, which a median hides). Only the runs passed are used, so fitting
-on repetitions r1-r5 (:data:`~kassign.sim.bench_calibration.FITTED_REPS`) leaves the later ones held out.
+on repetitions r1-r5 (:data:`~kassign.sim.calibration.benchmark.FITTED_REPS`) leaves the later ones held out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from kassign.sim.bench_calibration import BenchRun, CellComparison, bench_config, compare_cells
+from kassign.sim.bench_meta import bench_config
+from kassign.sim.calibration.benchmark import BenchRun, CellComparison, compare_cells
 
 __all__ = ["FITTED_LATENCIES", "FITTED_BY_CLIENT", "measured_spawn_ms", "measured_heartbeat_lag_ms", "cell_loss",
            "fit_loss", "fit_presets"]
@@ -94,8 +95,9 @@ def cell_loss(row: CellComparison) -> float:
                + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
                + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
                + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0))
-    runs = statistics.fmean(_log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
-                            for _, r, s in row.per_run)
+    runs = statistics.fmean(
+        _log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
+        for _, r, s in row.per_run)
     return medians + 0.5 * runs
 
 

@@ -80,7 +80,8 @@ def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessI
     members = 3 if scenario == "scale-out" else 6
     first = {e.id: e.t for e in reversed(events) if e.ev == "subscribed" and e.t < triggers[0]}
     slots = [first.get(f"m{slot + 1}") for slot in range(members)]
-    start_s = () if None in slots else tuple(round(t - min(slots), 6) for t in slots)  # type: ignore[operator]
+    known = [t for t in slots if t is not None]
+    start_s = () if len(known) < len(slots) else tuple(round(t - min(known), 6) for t in known)
     common: dict[str, Any] = {"scenario": scenario, "members": members, "start_s": start_s,
                               "partitions": int(meta.get("partitions", 24)), "phase": float(meta["phase"])}
     if scenario == "scale-out":
@@ -89,12 +90,13 @@ def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessI
     if scenario != "rolling-restart":
         return HarnessInputs(**common)
     bounds = [*triggers, float(meta["end"])]
-    release, gaps = [], []
+    release: list[float] = []
+    gaps: list[float] = []
     for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
         inside = [e for e in events if lo <= e.t < hi]
         closed = next(e.t for e in inside if e.ev in ("closed", "exit"))
-        subscribed = next(e.t for e in inside if e.ev == "subscribed")
-        release.append(round(max(0.0, subscribed - closed), 6))
+        rejoined = next(e.t for e in inside if e.ev == "subscribed")
+        release.append(round(max(0.0, rejoined - closed), 6))
         if i + 1 < len(triggers):
             settle = max(e.t for e in inside if e.parts and e.ev in OWNERSHIP_EVENTS)
             ready = next(e.t for e in inside if e.ev == "ready")

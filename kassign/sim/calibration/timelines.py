@@ -108,7 +108,8 @@ def simulated_metrics(run: RecordedRun, *, assignor_factory: Callable[[str], Any
     # Recordings have no sync events, so count rounds the way they must be counted there: from
     # bursts of assign callbacks.
     observable = [e for e in result.events if e.ev != "sync"]
-    return timeline_metrics(observable, {rec: result.phases[sim] for rec, sim in PHASES.items() if sim in result.phases})
+    phases = {rec: result.phases[sim] for rec, sim in PHASES.items() if sim in result.phases}
+    return timeline_metrics(observable, phases)
 
 
 def compare(runs: Iterable[RecordedRun], *, assignor_factory: Callable[[str], Any] | None = None,
