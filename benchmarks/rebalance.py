@@ -312,6 +312,60 @@ def medians(results: Sequence[RunResult]) -> dict[str, float]:
     return {name: statistics.median(getattr(r, name) for r in results) for name, _, _ in COLUMNS}
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of ``values``, linear between the closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    k = q * (len(ordered) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How one cell's unowned partition-seconds are distributed over its runs (users live the whole
+    distribution: a median hides the runs that take extra rounds)."""
+
+    runs: int
+    mean: float
+    p90: float
+    median: float
+    max: float
+    #: runs per number of rounds
+    rounds: dict[int, int]
+
+
+def spread(results: Sequence[RunResult]) -> Spread:
+    """The distribution of unowned partition-seconds over the runs of one cell."""
+    values = [r.unowned_ps for r in results]
+    rounds: dict[int, int] = {}
+    for r in results:
+        rounds[r.rounds] = rounds.get(r.rounds, 0) + 1
+    return Spread(len(values), statistics.mean(values), percentile(values, 0.9), statistics.median(values),
+                  max(values), dict(sorted(rounds.items())))
+
+
+def format_spread(cells: Mapping[tuple[str, str, str], Sequence[RunResult]], profiles: Sequence[str],
+                  scenarios: Sequence[str], modes: Sequence[str]) -> str:
+    """Unowned partition-seconds per cell as mean, 90th percentile, median and maximum, with how many
+    runs took how many rounds, as markdown."""
+    lines = ["| profile | scenario | mode | runs | mean | p90 | median | max | runs by rounds |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for profile in profiles:
+        for scenario in scenarios:
+            for mode in modes:
+                runs = cells.get((profile, scenario, mode))
+                if not runs:
+                    continue
+                sp = spread(runs)
+                by_rounds = ", ".join(f"{n}: {c}" for n, c in sp.rounds.items())
+                lines.append(f"| {profile} | {scenario} | {mode} | {sp.runs} | {sp.mean:.2f} | {sp.p90:.2f} | "
+                             f"{sp.median:.2f} | {sp.max:.2f} | {by_rounds} |")
+    return "\n".join(lines)
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else ("1.00" if a == b else "inf")
 
@@ -426,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
                            f"{result.settle_s:.2f} s, rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s, "
                            f"dup {result.duplicates}, lost {result.lost}")
     table = format_table(cells, failures, args.profiles, args.scenarios, args.modes)
+    table += ("\n\nUnowned partition-seconds over the runs of each cell:\n\n"
+              + format_spread(cells, args.profiles, args.scenarios, args.modes))
     print(f"\n{args.partitions} partitions, {args.rate:.0f} records/s, session {args.session_ms} ms, heartbeat "
           f"{args.heartbeat_ms} ms, processing per batch {PROFILES}; median of {args.repeat} runs per cell; "
           f"{time.time() - started:.0f} s in all\n")

@@ -111,3 +111,16 @@ def test_librdkafka_heartbeats_refuses_a_bad_steady_stretch(capsys) -> None:  # 
     with pytest.raises(SystemExit):
         main(["--steady-s", "0"])
     assert "--steady-s must be positive, got 0.0" in capsys.readouterr().err
+
+
+def test_spread_reports_mean_p90_median_max_and_rounds():
+    from benchmarks.rebalance import format_spread, percentile, spread
+
+    runs = [RunResult("scale-out", "eager", u, 0, 0, 1, r, 12, 12, 0, 0, 0)
+            for u, r in [(0.1, 2), (0.2, 2), (0.3, 2), (0.4, 4), (2.0, 5)]]
+    sp = spread(runs)
+    assert (sp.runs, sp.median, sp.max, sp.rounds) == (5, 0.3, 2.0, {2: 3, 4: 1, 5: 1})
+    assert abs(sp.mean - 0.6) < 1e-9 and abs(sp.p90 - 1.36) < 1e-9  # 0.4 + 0.6 * (2.0 - 0.4)
+    assert percentile([3.0], 0.9) == 3.0
+    table = format_spread({("instant", "scale-out", "eager"): runs}, ["instant"], ["scale-out"], ["eager"])
+    assert "| instant | scale-out | eager | 5 | 0.60 | 1.36 | 0.30 | 2.00 | 2: 3, 4: 1, 5: 1 |" in table
