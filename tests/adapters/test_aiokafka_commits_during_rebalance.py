@@ -236,3 +236,25 @@ def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming
         await _stop(member)
 
     run(scenario())
+
+
+def test_an_auto_commit_refused_for_good_is_tried_again_at_the_next_interval_not_at_once():
+    """TOPIC_AUTHORIZATION_FAILED (no READ on the topic): aiokafka raised it and, its deadline
+    unchanged, committed again at once, for ever; as Java, the next try is an interval later."""
+    async def scenario():
+        client = CommitClient(29, 29, 29)
+        member = await _member(client)
+        member._enable_auto_commit = True
+        member._auto_commit_interval_ms = 5000
+        member._next_autocommit_deadline = 0
+        assignment = member._subscription.subscription.assignment
+        for tp in assignment.tps:  # consumed positions to commit
+            assignment.state_value(tp).seek(3)
+        with pytest.raises(Errors.TopicAuthorizationFailedError):
+            await member._maybe_do_autocommit(assignment)
+        again = await member._maybe_do_autocommit(assignment)  # what aiokafka's routine does next
+        await _stop(member)
+        return len(client.commits), again
+
+    commits, again = run(scenario())
+    assert commits == 1 and 4.5 < again <= 5.0

@@ -165,3 +165,23 @@ def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit
     assert "max_poll_interval_ms=300 exceeded" in str(error)
     assert len(leaves) == 1 and commits == 0
     assert not [c for c in listener.calls if c[0] == "revoked"]
+
+
+def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
+    """No READ on the topic: every auto-commit answered TOPIC_AUTHORIZATION_FAILED. One attempt per
+    auto-commit interval (Java's pace), not one per retry backoff."""
+    async def scenario():
+        group = FakeGroupCoordinator()
+        group.commit_error = 29
+        coord, subscription = coordinator(group, enable_auto_commit=True, auto_commit_interval_ms=1000)
+        await until(lambda: subscription.subscription.assignment is not None
+                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        for tp in tps(0, 1):  # consumed positions to commit
+            subscription.subscription.assignment.state_value(tp).seek(3)
+        await asyncio.sleep(2.5)
+        attempts = len(group.commits)
+        await coord.close()
+        return attempts
+
+    attempts = run(scenario())
+    assert 1 <= attempts <= 4, attempts  # about one a second; a retry loop made ~25 (retry_backoff_ms=10: ~250)

@@ -191,8 +191,7 @@ def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_
     """``no-group-read`` may read the topic but not the group; ``no-topic-read`` may use the group and
     describe the topic but not read it. The error reaches the application as aiokafka's class, with no
     traceback logged; the client must not spin in a loop of its own (more than two warning/error log
-    lines a second while watched): where it does today (the topic cases: every auto-commit refused and
-    logged), the test is an expected failure naming the numbers."""
+    lines a second while watched)."""
     topic = _topic(secured, partitions=2, records=4)
     user = f"no-{missing}-read"
     if missing == "group":
@@ -213,8 +212,10 @@ def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_
     print("\n" + summary)
     assert raised and all(isinstance(e, expected) for e in raised), f"raised {raised!r}"
     assert not tracebacks, f"a traceback was logged: {tracebacks[0].getMessage()}"
-    if len(loud) > 2 * WATCH_S + 2:  # paced retries (FindCoordinator every ~0.8 s, as Java's) are not a loop
-        pytest.xfail(f"a retry loop in aiokafka's layer (kassign/adapters/aiokafka): {summary}")
+    # Paced retries (FindCoordinator every ~0.8 s, a refused auto-commit once an interval, as Java's) are
+    # not a loop; before the auto-commit was paced, the topic cases logged 81-85 lines in 10 s on the
+    # classic protocol and 263-271 on the consumer protocol.
+    assert len(loud) <= 2 * WATCH_S + 2, f"a retry loop: {summary}"
 
 
 def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, group_protocol, caplog):

@@ -155,6 +155,18 @@ class CommitGuard:
         if refused is not None:
             raise refused
 
+    async def _maybe_do_autocommit(self, assignment: Any) -> float | None:
+        """aiokafka's auto-commit, with a refusal that retrying cannot fix (no READ on a topic or the
+        group) tried again at the next auto-commit interval, as Java's auto-commit does: aiokafka
+        raised it and tried again at once, for ever (a loop of refused commits and log lines)."""
+        try:
+            return await super()._maybe_do_autocommit(assignment)  # type: ignore[misc]
+        except Errors.KafkaError as err:
+            if not self._is_commit_retriable(err):  # type: ignore[attr-defined]
+                interval_s = self._auto_commit_interval_ms / 1000  # type: ignore[attr-defined]
+                self._next_autocommit_deadline = time.monotonic() + interval_s
+            raise
+
     def check_membership_for_commit(self) -> None:
         """Raise CommitFailedError, naming why, when this member is out of its group (left after
         max_poll_interval_ms, fenced, session expired) and not yet back: what it consumed is no longer

@@ -298,7 +298,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                     timeout = await self._maybe_do_autocommit(assignment)
                 except Errors.KafkaError as err:
                     log.warning("group %s: auto-commit failed: %r", self.group_id, err)
-                    timeout = self._retry_backoff_ms / 1000
+                    # Retriable: after the backoff; refused for good: at the next interval (the deadline).
+                    timeout = max(self._retry_backoff_ms / 1000, self._next_autocommit_deadline - time.monotonic())
             await self._idle(subscription, timeout)
         # Closing: the last auto-commit while the member still has its epoch (close() leaves next).
         assignment = self._owned_assignment
