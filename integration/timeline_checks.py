@@ -48,12 +48,14 @@ class TimelineCheckError(AssertionError):
 
 @dataclass(frozen=True)
 class OwnershipInterval:
-    """``member`` owned ``partition`` over [start, end); ``end`` is ``inf`` while it still owns it."""
+    """``member`` owned ``partition`` over [start, end); ``end`` is ``inf`` while it still owns it.
+    ``ended_by``: the event kind that ended it (``None`` while still owned)."""
 
     partition: TopicPartition
     member: str
     start: float
     end: float
+    ended_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,10 @@ def ownership_intervals(events: Iterable[Event], until: float | None = None) -> 
         elif e.ev in ("cb_revoked", "cb_lost"):
             for tp in e.parts or ():
                 if tp in owned:
-                    out.append(OwnershipInterval(tp, e.id, owned.pop(tp), e.t))
+                    out.append(OwnershipInterval(tp, e.id, owned.pop(tp), e.t, e.ev))
         elif e.ev in END_OF_OWNERSHIP:
             for tp, start in sorted(owned.items()):
-                out.append(OwnershipInterval(tp, e.id, start, e.t))
+                out.append(OwnershipInterval(tp, e.id, start, e.t, e.ev))
             owned.clear()
     for member, owned in sorted(open_since.items()):
         for tp, start in sorted(owned.items()):

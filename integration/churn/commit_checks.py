@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from integration.timeline_checks import END_OF_OWNERSHIP
+from integration.timeline_checks import OwnershipInterval, ownership_intervals
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 
@@ -75,39 +75,16 @@ def commit_reports(events: Iterable[Event], members: Collection[str] | None = No
             if e.ev in COMMIT_EVENTS and (members is None or e.id in members)]
 
 
-@dataclass(frozen=True)
-class OwnedStretch:
-    """``member`` owned ``partition`` over [start, end); ``ended_by`` is the event that ended it
-    (``None`` while still owned)."""
-
-    partition: TopicPartition
-    member: str
-    start: float
-    end: float
-    ended_by: str | None
+#: One member's ownership of one partition over [start, end), with the event kind that ended it.
+OwnedStretch = OwnershipInterval
 
 
 def owned_stretches(events: Iterable[Event]) -> dict[tuple[str, TopicPartition], list[OwnedStretch]]:
     """(member, partition) -> its ownership stretches in time order, by the timeline's rules
-    (:mod:`integration.timeline_checks`), each with the event kind that ended it."""
-    open_since: dict[str, dict[TopicPartition, float]] = defaultdict(dict)
+    (:func:`integration.timeline_checks.ownership_intervals`), each with the event kind that ended it."""
     out: dict[tuple[str, TopicPartition], list[OwnedStretch]] = defaultdict(list)
-    for e in sorted(events, key=lambda e: e.t):
-        owned = open_since[e.id]
-        if e.ev == "cb_assigned":
-            for tp in e.parts or ():
-                owned.setdefault(tp, e.t)
-        elif e.ev in ("cb_revoked", "cb_lost"):
-            for tp in e.parts or ():
-                if tp in owned:
-                    out[(e.id, tp)].append(OwnedStretch(tp, e.id, owned.pop(tp), e.t, e.ev))
-        elif e.ev in END_OF_OWNERSHIP:
-            for tp, start in sorted(owned.items()):
-                out[(e.id, tp)].append(OwnedStretch(tp, e.id, start, e.t, e.ev))
-            owned.clear()
-    for member, owned in open_since.items():
-        for tp, start in owned.items():
-            out[(member, tp)].append(OwnedStretch(tp, member, start, math.inf, None))
+    for interval in ownership_intervals(events):
+        out[(interval.member, interval.partition)].append(interval)
     return dict(out)
 
 
