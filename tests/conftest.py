@@ -154,6 +154,16 @@ def _deselect_opt_in(config: pytest.Config, items: list[pytest.Item]) -> None:
         items[:] = keep
 
 
+#: Besides the KIP-848 and packaging tests, what CI runs in its second tier, out of the README's test
+#: command (which must stay under 15 minutes): the churn soak's broker sequences, lint and types, the
+#: docs build.
+_SECOND_TIER = (
+    "tests/integration/test_churn_soak.py::test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing",
+    "tests/test_lint_and_types.py",
+    "tests/docs/test_docs_build.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Anything that reaches the broker carries the `broker` marker, so `-m "not broker"` leaves it out.
     # A test run on both group protocols carries `both_protocols`, its consumer variant also
@@ -169,6 +179,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.both_protocols)
             if protocol == "consumer":
                 item.add_marker(pytest.mark.consumer_protocol)
+        if (item.get_closest_marker("consumer_protocol") or item.get_closest_marker("packaging")
+                or item.nodeid.startswith(_SECOND_TIER)):
+            item.add_marker(pytest.mark.tier2)
 
 
 @pytest.fixture(scope="session")
