@@ -84,12 +84,13 @@ class Member:
         await self.consumer.stop()
 
 
-async def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
+async def produce(bootstrap: str, topic: str, per_partition: int, partitions: int = PARTITIONS) -> None:
+    """``per_partition`` records into each of the topic's first ``partitions`` partitions."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
         for i in range(per_partition):
-            await asyncio.gather(*(producer.send(topic, b"%d" % i, partition=p) for p in range(PARTITIONS)))
+            await asyncio.gather(*(producer.send(topic, b"%d" % i, partition=p) for p in range(partitions)))
         await producer.flush()
     finally:
         await producer.stop()
@@ -103,7 +104,7 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
     """A and D settled (3 partitions each); B joins; A commits while its JoinGroup waits for D.
     Returns (A's partitions before, A's partitions after, what A consumed, the commit's outcome,
     the committed offsets of A's former partitions, the commit's duration)."""
-    await _produce(bootstrap, topic, 2000)
+    await produce(bootstrap, topic, 2000)
     a = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
     d = Member(bootstrap, group_id, topic, heartbeat_ms=3000, session_ms=10000)
     b = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
@@ -163,7 +164,7 @@ def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_
 
 
 async def _zombie(bootstrap: str, group_id: str, topic: str):
-    await _produce(bootstrap, topic, 200)
+    await produce(bootstrap, topic, 200)
     zombie = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=2000)
     keeper = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=2000)
     partitions = {TP(topic, p) for p in range(PARTITIONS)}
@@ -210,7 +211,7 @@ class RoundCounter(ListenerCallsWithLost):
 
 
 async def _long_processing(bootstrap: str, group_id: str, topic: str):
-    await _produce(bootstrap, topic, 200)
+    await produce(bootstrap, topic, 200)
     slow = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=6000, max_poll_interval_ms=4000)
     keeper = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=6000)
     slow.listener = RoundCounter()

@@ -25,7 +25,6 @@ import pytest
 pytest.importorskip("aiokafka")
 
 import aiokafka.errors as Errors  # noqa: E402
-from aiokafka import AIOKafkaProducer  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from integration.consumers import ListenerCallsWithLost, wait_consumers_settled, wait_until  # noqa: E402
@@ -33,22 +32,11 @@ from integration.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest  # noqa: E402
 from kassign.protocol.offset_commit import OffsetCommitRequest  # noqa: E402
-from tests.integration.test_commits_during_rebalance import assert_left_once  # noqa: E402
+from tests.integration.test_commits_during_rebalance import assert_left_once, produce  # noqa: E402
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(240)]
 
 PARTITIONS = 4
-
-
-async def _produce(bootstrap: str, topic: str, per_partition: int, partitions: int = PARTITIONS) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for i in range(per_partition):
-            await asyncio.gather(*(producer.send(topic, b"%d" % i, partition=p) for p in range(partitions)))
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 class Polled:
@@ -124,7 +112,7 @@ class NewEpochHeldBack:
 
 
 async def _commit_with_a_stale_epoch(bootstrap: str, group_id: str, topic: str, other_topic: str):
-    await _produce(bootstrap, topic, 200)
+    await produce(bootstrap, topic, 200, PARTITIONS)
     a = Polled(bootstrap, group_id, topic)
     b = Polled(bootstrap, group_id, other_topic)
     partitions = {TP(topic, p) for p in range(PARTITIONS)}
@@ -178,7 +166,7 @@ def test_a_commit_sent_with_the_epoch_before_completes_under_the_new_one(bootstr
 
 
 async def _long_processing(bootstrap: str, group_id: str, topic: str):
-    await _produce(bootstrap, topic, 200)
+    await produce(bootstrap, topic, 200, PARTITIONS)
     slow = Polled(bootstrap, group_id, topic, max_poll_interval_ms=4000)
     keeper = Polled(bootstrap, group_id, topic)
     partitions = {TP(topic, p) for p in range(PARTITIONS)}
