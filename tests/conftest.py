@@ -155,10 +155,12 @@ def _deselect_opt_in(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 #: Besides the KIP-848 and packaging tests, what CI runs in its second tier, out of the README's test
-#: command (which must stay under 15 minutes): the churn soak's broker sequences, lint and types, the
-#: docs build.
+#: command (which must stay under 15 minutes): the churn soak's broker sequences, the 3-broker rack-aware
+#: cluster, the Tansu tier (each starts brokers of its own), lint and types, the docs build.
 _SECOND_TIER = (
     "tests/integration/test_churn_soak.py::test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing",
+    "tests/integration/test_rack_aware_cluster.py",
+    "tests/integration/test_tansu_tier.py",
     "tests/test_lint_and_types.py",
     "tests/docs/test_docs_build.py",
 )
