@@ -69,9 +69,15 @@ class _Assigned(ConsumerRebalanceListener):
 
 
 def _consumer(bootstrap: str, group: str, name: str, instance: str | None, client: str = "kassign") -> Any:
-    config: dict[str, Any] = dict(bootstrap_servers=bootstrap, group_id=group, client_id=name,
-                                  enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-                                  heartbeat_interval_ms=HEARTBEAT_MS, auto_offset_reset="earliest")
+    config: dict[str, Any] = dict(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        client_id=name,
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        auto_offset_reset="earliest",
+    )
     if instance:
         config["group_instance_id"] = instance
     return CooperativeConsumer(**config) if client == "kassign" else AIOKafkaConsumer(**config)
@@ -125,8 +131,11 @@ async def measure(bootstrap: str, trials: int, client: str = "kassign") -> dict[
             to_join, to_assigned = await _join(replacement, topic, joins)
             out["subscribe_to_join_ms"].append(to_join)
             out["join_to_assigned_ms"].append(to_assigned)
-            print(f"trial {trial + 1:3d}: subscribe -> JoinGroup {to_join:6.1f} ms, "
-                  f"JoinGroup -> partitions {to_assigned:6.1f} ms", flush=True)
+            print(
+                f"trial {trial + 1:3d}: subscribe -> JoinGroup {to_join:6.1f} ms, "
+                f"JoinGroup -> partitions {to_assigned:6.1f} ms",
+                flush=True,
+            )
             member = replacement
             pollers[-1] = asyncio.ensure_future(_polling(member, stop))
             await asyncio.sleep(0.3)
@@ -150,8 +159,12 @@ def _summary(values: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--client", choices=tuple(JOIN_LOGGERS), default="kassign",
-                    help="kassign's CooperativeConsumer (default) or plain aiokafka (the eager protocol)")
+    ap.add_argument(
+        "--client",
+        choices=tuple(JOIN_LOGGERS),
+        default="kassign",
+        help="kassign's CooperativeConsumer (default) or plain aiokafka (the eager protocol)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the samples here")
     args = ap.parse_args(argv)
     if args.trials < 2:

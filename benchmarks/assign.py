@@ -52,22 +52,37 @@ def _names(text: str, known: Sequence[str], what: str) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.assign", description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", type=lambda s: _names(s, CASE_NAMES, "case"), help=f"default all: {','.join(CASE_NAMES)}")
-    p.add_argument("--impls", type=lambda s: _names(s, ALL_IMPLS, "implementation"),
-                   default=list(ALL_IMPLS), help=f"default all: {','.join(ALL_IMPLS)}")
+    p.add_argument(
+        "--impls",
+        type=lambda s: _names(s, ALL_IMPLS, "implementation"),
+        default=list(ALL_IMPLS),
+        help=f"default all: {','.join(ALL_IMPLS)}",
+    )
     p.add_argument("--steps", type=lambda s: _names(s, STEPS, "step"), default=list(STEPS))
-    p.add_argument("--quick", action="store_true",
-                   help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, 5 s time box, "
-                        "short Java warm-up")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small cases only ({','.join(QUICK_CASES)}), at most 3 timed calls, 5 s time box, short Java warm-up",
+    )
     p.add_argument("--json", type=Path, help="write every result row and target line to this file")
     p.add_argument("--case-dir", type=Path, default=Path(".bench-cases"), help="where case files are written/read")
-    p.add_argument("--timebox", type=float,
-                   help="seconds one call may take before the step is reported as skipped (default 60, --quick 5)")
+    p.add_argument(
+        "--timebox",
+        type=float,
+        help="seconds one call may take before the step is reported as skipped (default 60, --quick 5)",
+    )
     p.add_argument("--warmup-seconds", type=float, help="Java warm-up per step (default 3, --quick 0.5)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass over kassign's assign()")
-    p.add_argument("--reuse", type=Path, metavar="JSON", action="append", default=[],
-                   help="show rows of an earlier --json run for implementations not selected by --impls "
-                        "(e.g. re-time kassign only, keep Java/aiokafka/Kafka 4 numbers); repeatable, "
-                        "a later file's measured rows replace an earlier one's")
+    p.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="JSON",
+        action="append",
+        default=[],
+        help="show rows of an earlier --json run for implementations not selected by --impls "
+        "(e.g. re-time kassign only, keep Java/aiokafka/Kafka 4 numbers); repeatable, "
+        "a later file's measured rows replace an earlier one's",
+    )
     args = p.parse_args(argv)
     for path in args.reuse:
         if not path.is_file():
@@ -92,8 +107,9 @@ def collect(args: argparse.Namespace) -> list[Row]:
             python_impls.append(python_impl(name))
         except ImportError as exc:
             log.warning("%s unavailable: %s", name, exc)
-            rows += [{"impl": name, "case": c, "step": s, "skipped": f"unavailable ({exc})"}
-                     for c in cases for s in steps]
+            rows += [
+                {"impl": name, "case": c, "step": s, "skipped": f"unavailable ({exc})"} for c in cases for s in steps
+            ]
     # A time-boxed implementation is not retried on a case at least as large.
     boxed_at: dict[str, tuple[int, str]] = {}
     for case in cases.values():
@@ -102,23 +118,33 @@ def collect(args: argparse.Namespace) -> list[Row]:
                 why = f"not run (>{args.timebox:.0f}s on {boxed_at[impl.name][1]})"
                 rows += [{"impl": impl.name, "case": case.name, "step": s, "skipped": why} for s in steps]
                 continue
-            new = run_python(impl, case, steps, args.timebox, not args.no_memory and impl.name.startswith("kassign"),
-                             max_reps=3 if args.quick else 9)
+            new = run_python(
+                impl,
+                case,
+                steps,
+                args.timebox,
+                not args.no_memory and impl.name.startswith("kassign"),
+                max_reps=3 if args.quick else 9,
+            )
             if any(str(r.get("skipped", "")).startswith("skipped (>") for r in new):
                 boxed_at[impl.name] = (case.n_partitions, case.name)
             rows += new
         for impl_name in (i for i in JAVA_IMPLS if i in args.impls):
             try:
-                rows += run_java(impl_name, args.case_dir / f"{case.name}.txt", steps, args.timebox,
-                                 args.warmup_seconds)
+                rows += run_java(
+                    impl_name, args.case_dir / f"{case.name}.txt", steps, args.timebox, args.warmup_seconds
+                )
             except Exception as exc:  # no Java on this machine is a result to print, not a crash
                 log.warning("%s on %s unavailable: %s", impl_name, case.name, exc)
-                rows += [{"impl": impl_name, "case": case.name, "step": s, "skipped": f"unavailable ({exc})"}
-                         for s in steps]
+                rows += [
+                    {"impl": impl_name, "case": case.name, "step": s, "skipped": f"unavailable ({exc})"} for s in steps
+                ]
     if K4_IMPL in args.impls:
         if not k4_built():
-            log.warning("kafka4-uniform is not available (set KAFKA4_UNIFORM_TOOL to its built directory): "
-                        "showing the figures quoted from its README")
+            log.warning(
+                "kafka4-uniform is not available (set KAFKA4_UNIFORM_TOOL to its built directory): "
+                "showing the figures quoted from its README"
+            )
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 rows += run_k4(args.case_dir, list(cases), steps, Path(tmp) / "k4.json")
@@ -149,8 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows += _reused_rows(args.reuse, args.impls, args.cases)
     results = Results(rows)
     cases = list(ensure_case_files(args.cases, args.case_dir).values())
-    print(f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
-          f"{platform.system()}; cases {','.join(args.cases)}; {time.time() - started:.0f} s")
+    print(
+        f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
+        f"{platform.system()}; cases {','.join(args.cases)}; {time.time() - started:.0f} s"
+    )
     print(render(results, cases, tuple(args.steps)))
     lines = targets(results, args.cases, tuple(args.steps))
     if lines:
@@ -159,10 +187,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "python": platform.python_version(), "cases": args.cases, "steps": args.steps, "impls": args.impls,
-            "timebox": args.timebox, "results": rows, "targets": [{"status": t.status, "text": t.text} for t in lines],
-        }, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "python": platform.python_version(),
+                    "cases": args.cases,
+                    "steps": args.steps,
+                    "impls": args.impls,
+                    "timebox": args.timebox,
+                    "results": rows,
+                    "targets": [{"status": t.status, "text": t.text} for t in lines],
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

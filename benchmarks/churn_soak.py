@@ -60,17 +60,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="run only this seed (a replay)")
     ap.add_argument("--profile", choices=sorted(PROFILES), default="soak")
     ap.add_argument("--log-dir", default=None, help="keep each sequence's timeline and member logs here")
-    ap.add_argument("--max-minutes", type=float, default=None,
-                    help="start no new sequence after this many minutes (the summary covers those run)")
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="start no new sequence after this many minutes (the summary covers those run)",
+    )
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.sequences))
-    totals = dict(sequences=0, failed=0, stalled=0, steps=0, generations=0, records=0, double_owned_ps=0.0,
-                  unowned_ps=0.0,
-                  duplicates=0, unexcused=0, lost=0, failovers=0, failovers_mid=0, zombies=0, late_rejected=0,
-                  slow=0, slow_rebalance=0, slow_expelled=0, zombie_ps=0.0, hung=0, kept_commit_failures=0)
+    totals = dict(
+        sequences=0,
+        failed=0,
+        stalled=0,
+        steps=0,
+        generations=0,
+        records=0,
+        double_owned_ps=0.0,
+        unowned_ps=0.0,
+        duplicates=0,
+        unexcused=0,
+        lost=0,
+        failovers=0,
+        failovers_mid=0,
+        zombies=0,
+        late_rejected=0,
+        slow=0,
+        slow_rebalance=0,
+        slow_expelled=0,
+        zombie_ps=0.0,
+        hung=0,
+        kept_commit_failures=0,
+    )
     faulty = PROFILES[args.profile].faulty
     began = time.monotonic()
     with _cluster(faulty) as broker:
@@ -100,21 +125,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             totals["lost"] += sum(len(v) for v in result.lost.values())
             totals["kept_commit_failures"] += len(result.failed_kept_commits)
             f = result.faults
-            for key, value in (("failovers", f.failovers), ("failovers_mid", f.failovers_mid_rebalance),
-                               ("zombies", f.zombies), ("late_rejected", f.late_commits_rejected),
-                               ("slow", f.slow_revocations), ("slow_rebalance", f.slow_in_rebalance),
-                               ("slow_expelled", f.slow_revokers_expelled), ("zombie_ps", f.zombie_ps),
-                               ("hung", len(result.hung))):
+            for key, value in (
+                ("failovers", f.failovers),
+                ("failovers_mid", f.failovers_mid_rebalance),
+                ("zombies", f.zombies),
+                ("late_rejected", f.late_commits_rejected),
+                ("slow", f.slow_revocations),
+                ("slow_rebalance", f.slow_in_rebalance),
+                ("slow_expelled", f.slow_revokers_expelled),
+                ("zombie_ps", f.zombie_ps),
+                ("hung", len(result.hung)),
+            ):
                 totals[key] += value
             if problems:
                 totals["failed"] += 1
-                print(f"FAIL {result.summary()}\n" + "\n".join(f"  - {p}" for p in problems)
-                      + f"\n{sequence.describe()}\ntimeline: {result.timeline_path}", flush=True)
+                print(
+                    f"FAIL {result.summary()}\n"
+                    + "\n".join(f"  - {p}" for p in problems)
+                    + f"\n{sequence.describe()}\ntimeline: {result.timeline_path}",
+                    flush=True,
+                )
             else:
                 print(f"ok   {result.summary()}", flush=True)
     print("\nchurn soak summary")
-    print(f"  sequences            {totals['sequences']} ({totals['failed']} failed, "
-          f"{totals['stalled']} of them stalled)")
+    print(
+        f"  sequences            {totals['sequences']} ({totals['failed']} failed, {totals['stalled']} of them stalled)"
+    )
     print(f"  steps                {totals['steps']}")
     print(f"  rebalances (gens)    {totals['generations']}")
     print(f"  records produced     {totals['records']}")
@@ -125,11 +161,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  lost                 {totals['lost']} (not checked in stalled sequences)")
     print(f"  kept commits failed  {totals['kept_commit_failures']} (kassign members' commits of partitions they kept)")
     if faulty:
-        print(f"  coordinator failovers {totals['failovers']} ({totals['failovers_mid']} killed while the broker "
-              "reported the group rebalancing)")
+        print(
+            f"  coordinator failovers {totals['failovers']} ({totals['failovers_mid']} killed while the broker "
+            "reported the group rebalancing)"
+        )
         print(f"  zombies              {totals['zombies']} ({totals['late_rejected']} late commits rejected)")
-        print(f"  slow revocations     {totals['slow']} ({totals['slow_rebalance']} in a rebalance, the rest "
-              f"on close; {totals['slow_expelled']} outlasted the round: member expelled)")
+        print(
+            f"  slow revocations     {totals['slow']} ({totals['slow_rebalance']} in a rebalance, the rest "
+            f"on close; {totals['slow_expelled']} outlasted the round: member expelled)"
+        )
         print(f"  closes that hung     {totals['hung']} (member killed by the driver after 20 s)")
         print(f"  double-owned p-s in zombie windows (excused) {totals['zombie_ps']:.3f}")
     print(f"  wall time            {(time.monotonic() - began) / 60:.1f} min")

@@ -82,8 +82,11 @@ class RunStats:
     def row(self) -> dict[str, object]:
         """The JSON form (latencies summarised, not listed)."""
         out = {k: v for k, v in vars(self).items() if k != "latencies_ms"}
-        out.update(lat_p50_ms=round(self.latency(50), 3), lat_p99_ms=round(self.latency(99), 3),
-                   lat_max_ms=round(max(self.latencies_ms, default=0.0), 3))
+        out.update(
+            lat_p50_ms=round(self.latency(50), 3),
+            lat_p99_ms=round(self.latency(99), 3),
+            lat_max_ms=round(max(self.latencies_ms, default=0.0), 3),
+        )
         return out
 
 
@@ -115,8 +118,9 @@ def classify_duplicates(events: Iterable[Event], default_topic: str) -> Duplicat
                 t_before, before = processings[k - 1]
                 if any(m == member for _, m in processings[:k]):
                     out.reread_same += 1
-                moved = before != member or any(m != member and start <= t and end >= t_before
-                                                for m, start, end in owners[tp])
+                moved = before != member or any(
+                    m != member and start <= t and end >= t_before for m, start, end in owners[tp]
+                )
                 if moved:
                     out.dup_moved += 1
                 else:
@@ -124,8 +128,14 @@ def classify_duplicates(events: Iterable[Event], default_topic: str) -> Duplicat
     return out
 
 
-def run_stats(mode: str, rep: int, seed: int, events: Sequence[Event],
-              produced: Mapping[TopicPartition, Sequence[int]], default_topic: str) -> RunStats:
+def run_stats(
+    mode: str,
+    rep: int,
+    seed: int,
+    events: Sequence[Event],
+    produced: Mapping[TopicPartition, Sequence[int]],
+    default_topic: str,
+) -> RunStats:
     """The figures of one run from its timeline and the producer's acknowledged offsets."""
     stats = RunStats(mode, rep, seed)
     errors: Counter[str] = Counter()
@@ -139,8 +149,9 @@ def run_stats(mode: str, rep: int, seed: int, events: Sequence[Event],
         errors[c.error or "?"] += 1
         where[f"{c.error}@{c.why or '?'}"] += 1
         parts = "?" if c.parts is None else ",".join(str(tp.partition) for tp in c.parts)
-        stats.failures.append(f"{c.member} {c.why} commit of [{parts}] issued {c.began:.3f} failed after "
-                              f"{c.latency_ms:.0f} ms: {c.error}")
+        stats.failures.append(
+            f"{c.member} {c.why} commit of [{parts}] issued {c.began:.3f} failed after {c.latency_ms:.0f} ms: {c.error}"
+        )
     stats.errors, stats.errors_where = dict(sorted(errors.items())), dict(sorted(where.items()))
     stats.kept_failures = kept_commit_failures(events)
     dup = classify_duplicates(events, default_topic)
@@ -159,12 +170,20 @@ def pooled(runs: Sequence[RunStats]) -> dict[str, object]:
     for r in runs:
         errors.update(r.errors)
         where.update(r.errors_where)
-    return {"runs": len(runs), "commits": sum(r.commits for r in runs), "failed": sum(r.failed for r in runs),
-            "errors": dict(sorted(errors.items())), "errors_where": dict(sorted(where.items())),
-            "kept_failures": sum(len(r.kept_failures) for r in runs),
-            "lat_p50_ms": percentile(lats, 50), "lat_p99_ms": percentile(lats, 99),
-            "lat_max_ms": max(lats, default=0.0),
-            "records": sum(r.records for r in runs), "lost": sum(r.lost for r in runs),
-            "reread_same": sum(r.reread_same for r in runs), "dup_moved": sum(r.dup_moved for r in runs),
-            "dup_unmoved": sum(r.dup_unmoved for r in runs),
-            "failed_per_run": [r.failed for r in runs]}
+    return {
+        "runs": len(runs),
+        "commits": sum(r.commits for r in runs),
+        "failed": sum(r.failed for r in runs),
+        "errors": dict(sorted(errors.items())),
+        "errors_where": dict(sorted(where.items())),
+        "kept_failures": sum(len(r.kept_failures) for r in runs),
+        "lat_p50_ms": percentile(lats, 50),
+        "lat_p99_ms": percentile(lats, 99),
+        "lat_max_ms": max(lats, default=0.0),
+        "records": sum(r.records for r in runs),
+        "lost": sum(r.lost for r in runs),
+        "reread_same": sum(r.reread_same for r in runs),
+        "dup_moved": sum(r.dup_moved for r in runs),
+        "dup_unmoved": sum(r.dup_unmoved for r in runs),
+        "failed_per_run": [r.failed for r in runs],
+    }

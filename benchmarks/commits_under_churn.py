@@ -78,10 +78,12 @@ class Mode:
 
 
 MODES: dict[str, Mode] = {
-    "kassign-classic": Mode("kassign classic", "aiokafka", COOPERATIVE_STICKY, COOPERATIVE_CONSUMER, "classic",
-                            judged=True),
-    "kassign-consumer": Mode("kassign consumer protocol (KIP-848)", "aiokafka", "range", COOPERATIVE_CONSUMER,
-                             "consumer", judged=True),
+    "kassign-classic": Mode(
+        "kassign classic", "aiokafka", COOPERATIVE_STICKY, COOPERATIVE_CONSUMER, "classic", judged=True
+    ),
+    "kassign-consumer": Mode(
+        "kassign consumer protocol (KIP-848)", "aiokafka", "range", COOPERATIVE_CONSUMER, "consumer", judged=True
+    ),
     "aiokafka-eager": Mode("aiokafka eager", "aiokafka", "roundrobin"),  # aiokafka's default assignor
     "java-cooperative": Mode("Java 3.9 cooperative-sticky", "java", "cooperative-sticky"),
 }
@@ -109,8 +111,9 @@ class Schedule:
         return f"seed {self.seed}: start {','.join(self.initial)}; {steps}"
 
 
-def change_schedule(seed: int, changes: int, *, min_members: int = 3, max_members: int = 4,
-                    gap_s: tuple[float, float] = (0.75, 2.25)) -> Schedule:
+def change_schedule(
+    seed: int, changes: int, *, min_members: int = 3, max_members: int = 4, gap_s: tuple[float, float] = (0.75, 2.25)
+) -> Schedule:
     """The seeded schedule: a group of ``min_members``..``max_members`` (drawn) members ``m1``, ``m2``...,
     then ``changes`` joins (of new members, numbered on) and clean leaves (of a drawn live member),
     ``gap_s`` apart (uniform); at a bound the change is the one that stays inside it."""
@@ -144,8 +147,18 @@ def change_schedule(seed: int, changes: int, *, min_members: int = 3, max_member
     return Schedule(seed, initial, tuple(out))
 
 
-def run_once(bootstrap: str, mode: str, schedule: Schedule, *, rep: int, partitions: int, rate: float,
-             timing: GroupTiming, settle_timeout: float = 60.0, log_root: Path | None = None) -> RunStats:
+def run_once(
+    bootstrap: str,
+    mode: str,
+    schedule: Schedule,
+    *,
+    rep: int,
+    partitions: int,
+    rate: float,
+    timing: GroupTiming,
+    settle_timeout: float = 60.0,
+    log_root: Path | None = None,
+) -> RunStats:
     """Play ``schedule`` in ``mode`` on a fresh topic and group and measure it. The members' logs and
     timeline go to a temporary directory removed afterwards (kept under ``log_root`` when given)."""
     spec = MODES[mode]
@@ -160,8 +173,14 @@ def run_once(bootstrap: str, mode: str, schedule: Schedule, *, rep: int, partiti
         with GroupDriver(bootstrap, tag, topic, timing=timing, log_dir=log_dir) as group:
 
             def start(member: str, hold: bool = False) -> None:
-                group.start_member(spec.kind, spec.strategy, member_id=member, hold=hold,
-                                   consumer_factory=spec.consumer_factory, group_protocol=spec.group_protocol)
+                group.start_member(
+                    spec.kind,
+                    spec.strategy,
+                    member_id=member,
+                    hold=hold,
+                    consumer_factory=spec.consumer_factory,
+                    group_protocol=spec.group_protocol,
+                )
 
             producer = group.start_producer(rate=rate)
             for member in schedule.initial:
@@ -209,9 +228,11 @@ def _errors_text(errors: dict[str, int]) -> str:
 
 def format_table(results: dict[str, list[RunStats]], failures: dict[str, int], modes: Sequence[str]) -> str:
     """The modes side by side (every run of a mode pooled), as markdown."""
-    lines = ["| mode | runs | commits | failed (by type) | failed, kept partitions | latency p50 / p99 / max ms "
-             "| re-read by same member | dup, moved partitions | dup, unmoved partitions | lost / records |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| mode | runs | commits | failed (by type) | failed, kept partitions | latency p50 / p99 / max ms "
+        "| re-read by same member | dup, moved partitions | dup, unmoved partitions | lost / records |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for mode in modes:
         runs = results.get(mode, [])
         failed_runs = f" (+{failures[mode]} failed)" if failures.get(mode) else ""
@@ -224,7 +245,8 @@ def format_table(results: dict[str, list[RunStats]], failures: dict[str, int], m
             f"| {MODES[mode].title} | {p['runs']}{failed_runs} | {p['commits']} | {p['failed']}"
             f"{by_type} | {p['kept_failures']} | {p['lat_p50_ms']:.1f} / {p['lat_p99_ms']:.1f} / "
             f"{p['lat_max_ms']:.0f} | {p['reread_same']} | {p['dup_moved']} | {p['dup_unmoved']} | "
-            f"{p['lost']} / {p['records']} |")
+            f"{p['lost']} / {p['records']} |"
+        )
     return "\n".join(lines)
 
 
@@ -233,13 +255,15 @@ def format_details(results: dict[str, list[RunStats]], modes: Sequence[str], sho
     lines = []
     for mode in modes:
         for r in results.get(mode, []):
-            lines.append(f"{mode} rep {r.rep} (seed {r.seed}, {r.changes} changes, {r.members} members, "
-                         f"{r.duration_s:.0f} s, latest change {r.late_s:.2f} s behind): {r.commits} commits, "
-                         f"{r.failed} failed {r.errors_where or ''}, kept-partition failures {len(r.kept_failures)}, "
-                         f"p50/p99/max {r.latency(50):.1f}/{r.latency(99):.1f}/"
-                         f"{max(r.latencies_ms, default=0):.0f} ms, "
-                         f"re-read {r.reread_same}, dup moved {r.dup_moved}, unmoved {r.dup_unmoved}, "
-                         f"lost {r.lost}/{r.records}")
+            lines.append(
+                f"{mode} rep {r.rep} (seed {r.seed}, {r.changes} changes, {r.members} members, "
+                f"{r.duration_s:.0f} s, latest change {r.late_s:.2f} s behind): {r.commits} commits, "
+                f"{r.failed} failed {r.errors_where or ''}, kept-partition failures {len(r.kept_failures)}, "
+                f"p50/p99/max {r.latency(50):.1f}/{r.latency(99):.1f}/"
+                f"{max(r.latencies_ms, default=0):.0f} ms, "
+                f"re-read {r.reread_same}, dup moved {r.dup_moved}, unmoved {r.dup_unmoved}, "
+                f"lost {r.lost}/{r.records}"
+            )
             lines += [f"    kept: {k}" for k in r.kept_failures[:shown]]
             lines += [f"    failed: {f}" for f in r.failures[:shown]]
             if len(r.failures) > shown:
@@ -267,18 +291,23 @@ def _modes(value: str) -> list[str]:
     chosen = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [v for v in chosen if v not in MODES]
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown mode(s) {', '.join(unknown) or repr(value)}; "
-                                         f"choose from {', '.join(MODES)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown mode(s) {', '.join(unknown) or repr(value)}; choose from {', '.join(MODES)}"
+        )
     return chosen
 
 
 def _git_commit() -> str:
     """The checkout measured: its commit, and the tracked files changed in the work tree (measured too)."""
     try:
-        out = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=_ROOT, capture_output=True, text=True,
-                             timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.split("\n")
+        out = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=_ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     changed = sorted(line[3:] for line in dirty if line.strip())
@@ -305,14 +334,12 @@ def _client_versions() -> dict[str, str]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.commits_under_churn",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.commits_under_churn", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5, help="runs per mode, each with its own schedule (default 5)")
     ap.add_argument("--changes", type=int, default=20, help="joins and leaves per run (default 20)")
     ap.add_argument("--modes", type=_modes, default=list(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--seed", type=int, default=27, help="seeds the schedules and processing times (default 27)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="write the results to OUT.json and OUT.txt (a path prefix)")
+    ap.add_argument("--out", type=Path, default=None, help="write the results to OUT.json and OUT.txt (a path prefix)")
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--rate", type=float, default=300.0, help="records produced per second (default 300)")
     ap.add_argument("--min-members", type=int, default=3)
@@ -321,8 +348,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--session-ms", type=int, default=1500)
     ap.add_argument("--heartbeat-ms", type=int, default=250)
     ap.add_argument("--keep-logs", type=Path, default=None, help="keep every run's member logs and timeline here")
-    ap.add_argument("--max-minutes", type=float, default=None,
-                    help="start no new repetition after this many minutes (the results cover those run)")
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="start no new repetition after this many minutes (the results cover those run)",
+    )
     args = ap.parse_args(argv)
     if args.reps < 1:
         ap.error(f"--reps must be at least 1, got {args.reps}")
@@ -350,8 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from kassign.broker import open_broker
 
-    schedules = [change_schedule(args.seed * 1000 + rep, args.changes, min_members=args.min_members,
-                                 max_members=args.max_members) for rep in range(1, args.reps + 1)]
+    schedules = [
+        change_schedule(
+            args.seed * 1000 + rep, args.changes, min_members=args.min_members, max_members=args.max_members
+        )
+        for rep in range(1, args.reps + 1)
+    ]
     results: dict[str, list[RunStats]] = {}
     failures: dict[str, int] = {}
     commit = _git_commit()
@@ -362,53 +397,89 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rep, schedule in enumerate(schedules, 1):
             if args.max_minutes is not None and time.time() - started > args.max_minutes * 60:
                 print(f"time budget of {args.max_minutes:g} min spent: no repetition after {rep - 1}", flush=True)
-                schedules = schedules[:rep - 1]
+                schedules = schedules[: rep - 1]
                 break
             print(f"rep {rep}: {schedule.describe()}", flush=True)
             for mode in args.modes:
-                timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms,
-                                     process_ms=args.process_ms, seed=schedule.seed, commit_every_batch=True)
+                timing = GroupTiming(
+                    session_ms=args.session_ms,
+                    heartbeat_ms=args.heartbeat_ms,
+                    process_ms=args.process_ms,
+                    seed=schedule.seed,
+                    commit_every_batch=True,
+                )
                 try:
-                    stats = run_once(broker.bootstrap, mode, schedule, rep=rep, partitions=args.partitions,
-                                     rate=args.rate, timing=timing, log_root=args.keep_logs)
+                    stats = run_once(
+                        broker.bootstrap,
+                        mode,
+                        schedule,
+                        rep=rep,
+                        partitions=args.partitions,
+                        rate=args.rate,
+                        timing=timing,
+                        log_root=args.keep_logs,
+                    )
                 except Exception as exc:  # one failed run must not end the table
                     failures[mode] = failures.get(mode, 0) + 1
                     print(f"  {mode}: FAILED {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}", flush=True)
                     continue
                 results.setdefault(mode, []).append(stats)
-                print(f"  {mode}: {stats.commits} commits, {stats.failed} failed {stats.errors_where or ''}, "
-                      f"kept-partition failures {len(stats.kept_failures)}, p50/p99 {stats.latency(50):.1f}/"
-                      f"{stats.latency(99):.1f} ms, re-read {stats.reread_same}, dup moved {stats.dup_moved} "
-                      f"unmoved {stats.dup_unmoved}, lost {stats.lost}/{stats.records}, {stats.duration_s:.0f} s",
-                      flush=True)
+                print(
+                    f"  {mode}: {stats.commits} commits, {stats.failed} failed {stats.errors_where or ''}, "
+                    f"kept-partition failures {len(stats.kept_failures)}, p50/p99 {stats.latency(50):.1f}/"
+                    f"{stats.latency(99):.1f} ms, re-read {stats.reread_same}, dup moved {stats.dup_moved} "
+                    f"unmoved {stats.dup_unmoved}, lost {stats.lost}/{stats.records}, {stats.duration_s:.0f} s",
+                    flush=True,
+                )
         broker_text = broker.describe()
     wall = time.time() - started
-    header = (f"commits under churn (issue 27), {time.strftime('%Y-%m-%d', time.gmtime(started))}: {broker_text}; "
-              f"commit {commit}\n{args.partitions} partitions, {args.rate:.0f} keyed records/s, "
-              f"{args.min_members}-{args.max_members} members, {args.changes} changes per run at 0.75-2.25 s, "
-              f"processing {args.process_ms[0]}-{args.process_ms[1]} ms per batch then a synchronous commit, "
-              f"session {args.session_ms} ms, heartbeat {args.heartbeat_ms} ms (classic; the KIP-848 group's own "
-              f"settings the same); {len(schedules)} rep(s) per mode (of {args.reps} asked), seed {args.seed}; "
-              f"{wall / 60:.1f} min in all")
+    header = (
+        f"commits under churn (issue 27), {time.strftime('%Y-%m-%d', time.gmtime(started))}: {broker_text}; "
+        f"commit {commit}\n{args.partitions} partitions, {args.rate:.0f} keyed records/s, "
+        f"{args.min_members}-{args.max_members} members, {args.changes} changes per run at 0.75-2.25 s, "
+        f"processing {args.process_ms[0]}-{args.process_ms[1]} ms per batch then a synchronous commit, "
+        f"session {args.session_ms} ms, heartbeat {args.heartbeat_ms} ms (classic; the KIP-848 group's own "
+        f"settings the same); {len(schedules)} rep(s) per mode (of {args.reps} asked), seed {args.seed}; "
+        f"{wall / 60:.1f} min in all"
+    )
     table = format_table(results, failures, args.modes)
     problems = target_problems(results, failures)
-    verdict = ("targets met: kassign 0 commit errors, 0 lost, no duplicate on a partition that did not move"
-               if not problems else "targets missed:\n" + "\n".join(f"  - {p}" for p in problems))
+    verdict = (
+        "targets met: kassign 0 commit errors, 0 lost, no duplicate on a partition that did not move"
+        if not problems
+        else "targets missed:\n" + "\n".join(f"  - {p}" for p in problems)
+    )
     details = format_details(results, args.modes)
     print(f"\n{header}\n\n{table}\n\n{verdict}")
     if args.out is not None:
-        text = f"{header}\n\n{table}\n\n{LEGEND}\n\n{verdict}\n\nschedules:\n" + "\n".join(
-            f"  rep {i}: {s.describe()}" for i, s in enumerate(schedules, 1)) + f"\n\nper run:\n{details}\n"
+        text = (
+            f"{header}\n\n{table}\n\n{LEGEND}\n\n{verdict}\n\nschedules:\n"
+            + "\n".join(f"  rep {i}: {s.describe()}" for i, s in enumerate(schedules, 1))
+            + f"\n\nper run:\n{details}\n"
+        )
         Path(f"{args.out}.txt").write_text(text)
-        Path(f"{args.out}.json").write_text(json.dumps({
-            "broker": broker_text, "commit": commit, "clients": _client_versions(),
-            "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "schedules": [{"rep": i, "seed": s.seed, "initial": list(s.initial),
-                           "changes": [vars(c) for c in s.changes]} for i, s in enumerate(schedules, 1)],
-            "pooled": {mode: pooled(runs) for mode, runs in results.items()},
-            "runs": [r.row() for runs in results.values() for r in runs],
-            "failed_runs": failures, "table": table, "targets": problems, "wall_min": round(wall / 60, 1),
-        }, indent=1, default=_json_default))
+        Path(f"{args.out}.json").write_text(
+            json.dumps(
+                {
+                    "broker": broker_text,
+                    "commit": commit,
+                    "clients": _client_versions(),
+                    "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                    "schedules": [
+                        {"rep": i, "seed": s.seed, "initial": list(s.initial), "changes": [vars(c) for c in s.changes]}
+                        for i, s in enumerate(schedules, 1)
+                    ],
+                    "pooled": {mode: pooled(runs) for mode, runs in results.items()},
+                    "runs": [r.row() for runs in results.values() for r in runs],
+                    "failed_runs": failures,
+                    "table": table,
+                    "targets": problems,
+                    "wall_min": round(wall / 60, 1),
+                },
+                indent=1,
+                default=_json_default,
+            )
+        )
         print(f"\nwrote {args.out}.json and {args.out}.txt")
     return 1 if problems else 0
 

@@ -104,15 +104,22 @@ async def run_trials(cluster: Any, trials: int, phase_s: float) -> list[dict[str
             node = await loop.run_in_executor(None, cluster.coordinator_node, group)
             killed = time.monotonic()
             await loop.run_in_executor(None, cluster.kill_node, node)
-            await _wait(lambda: log.first(killed, True) is not None, 120,  # noqa: B023 - awaited here
-                        "a heartbeat answered after the kill")
+            await _wait(
+                lambda: log.first(killed, True) is not None,  # noqa: B023 - awaited here
+                120,
+                "a heartbeat answered after the kill",
+            )
             failed = log.first(killed, False)
             recovered = log.first(killed, True)
             owned = len(consumer.assignment())
-            row = {"trial": trial, "killed_node": node,
-                   "first_failure_s": round(failed - killed, 3) if failed else None,
-                   "recovered_s": round(recovered - killed, 3),
-                   "retry_gap_s": round(recovered - failed, 3) if failed else None, "owned_after": owned}
+            row = {
+                "trial": trial,
+                "killed_node": node,
+                "first_failure_s": round(failed - killed, 3) if failed else None,
+                "recovered_s": round(recovered - killed, 3),
+                "retry_gap_s": round(recovered - failed, 3) if failed else None,
+                "owned_after": owned,
+            }
             print(json.dumps(row), flush=True)
             results.append(row)
             await loop.run_in_executor(None, cluster.restart_node, node)
@@ -126,8 +133,9 @@ async def run_trials(cluster: Any, trials: int, phase_s: float) -> list[dict[str
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -145,8 +153,14 @@ def main() -> None:
     recovered = [r["recovered_s"] for r in results]
     gaps = [r["retry_gap_s"] for r in results if r["retry_gap_s"] is not None]
     summary = {
-        "label": args.label, "code": _commit(), "kafka": version, "brokers": 3, "trials": results,
-        "phase_s": args.phase_s, "heartbeat_interval_ms": 5000, "session_timeout_ms": 45000,
+        "label": args.label,
+        "code": _commit(),
+        "kafka": version,
+        "brokers": 3,
+        "trials": results,
+        "phase_s": args.phase_s,
+        "heartbeat_interval_ms": 5000,
+        "session_timeout_ms": 45000,
         "recovered_s": {"median": statistics.median(recovered), "max": max(recovered)},
         "retry_gap_s": {"median": statistics.median(gaps), "max": max(gaps)} if gaps else None,
     }
@@ -154,9 +168,11 @@ def main() -> None:
     day, kafka = time.strftime("%Y-%m-%d"), version.replace(".", "")
     path = args.out / f"heartbeat-failover-{day}-kafka{kafka}-{args.label}.json"
     path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"{args.label}: recovered after a median {summary['recovered_s']['median']:.2f} s "
-          f"(max {summary['recovered_s']['max']:.2f} s); retry gap median "
-          f"{summary['retry_gap_s']['median'] if gaps else float('nan'):.2f} s -> {path}")
+    print(
+        f"{args.label}: recovered after a median {summary['recovered_s']['median']:.2f} s "
+        f"(max {summary['recovered_s']['max']:.2f} s); retry gap median "
+        f"{summary['retry_gap_s']['median'] if gaps else float('nan'):.2f} s -> {path}"
+    )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,22 @@ from typing import Any
 
 from benchmarks.cases import Case
 
-__all__ = ["ALL_IMPLS", "PYTHON_IMPLS", "JAVA_IMPLS", "K4_IMPL", "Row", "python_impl", "run_python",
-           "run_java", "run_k4", "k4_built", "evaluate", "result_bytes", "measure", "Timeboxed"]
+__all__ = [
+    "ALL_IMPLS",
+    "PYTHON_IMPLS",
+    "JAVA_IMPLS",
+    "K4_IMPL",
+    "Row",
+    "python_impl",
+    "run_python",
+    "run_java",
+    "run_k4",
+    "k4_built",
+    "evaluate",
+    "result_bytes",
+    "measure",
+    "Timeboxed",
+]
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +109,13 @@ def measure(call: Callable[[], Any], limit: float, max_reps: int = 9) -> tuple[l
     return samples, result
 
 
-def evaluate(case: Case, members: Mapping[str, list[str]], assignment: Mapping[str, list[Partition]],
-             previous_owner: Mapping[Partition, str] | None, complete: bool = True) -> dict[str, Any]:
+def evaluate(
+    case: Case,
+    members: Mapping[str, list[str]],
+    assignment: Mapping[str, list[Partition]],
+    previous_owner: Mapping[Partition, str] | None,
+    complete: bool = True,
+) -> dict[str, Any]:
     """Validity, balance (max - min per member) and moved (previously owned partitions now elsewhere).
 
     Valid: every partition of a subscribed topic at most once (with ``complete``, exactly once), only
@@ -160,8 +179,9 @@ class Floor:
 
         self._tp = TopicPartition
 
-    def prepare(self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None,
-                generation: int) -> dict[str, int]:
+    def prepare(
+        self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None, generation: int
+    ) -> dict[str, int]:
         return case.topics
 
     def run(self, topics: dict[str, int]) -> list[Any]:
@@ -188,8 +208,9 @@ class KassignSticky:
 
         self._subscription, self._assignor, self._encode = Subscription, StickyAssignor, encode_sticky_user_data
 
-    def prepare(self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None,
-                generation: int) -> tuple[dict[str, int], dict[str, Any]]:
+    def prepare(
+        self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None, generation: int
+    ) -> tuple[dict[str, int], dict[str, Any]]:
         from kassign import TopicPartition
 
         subs = {}
@@ -217,8 +238,9 @@ class KassignCooperative(KassignSticky):
         self._subscription, self._assignor = Subscription, CooperativeStickyAssignor
         self._encode = encode_cooperative_user_data
 
-    def prepare(self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None,
-                generation: int) -> tuple[dict[str, int], dict[str, Any]]:
+    def prepare(
+        self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None, generation: int
+    ) -> tuple[dict[str, int], dict[str, Any]]:
         from kassign import TopicPartition
 
         subs = {}
@@ -227,8 +249,9 @@ class KassignCooperative(KassignSticky):
             if prev is None:
                 subs[member] = self._subscription(list(topics), self._encode(-1))
             else:
-                subs[member] = self._subscription(list(topics), self._encode(generation),
-                                                  [TopicPartition(*tp) for tp in prev], generation)
+                subs[member] = self._subscription(
+                    list(topics), self._encode(generation), [TopicPartition(*tp) for tp in prev], generation
+                )
         return dict(case.topics), subs
 
 
@@ -257,8 +280,9 @@ class AiokafkaSticky:
 
         self._assignor, self._tp = StickyPartitionAssignor, TopicPartition
 
-    def prepare(self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None,
-                generation: int) -> tuple[_Cluster, dict[str, Any]]:
+    def prepare(
+        self, case: Case, members: Mapping[str, list[str]], previous: AssignmentMap | None, generation: int
+    ) -> tuple[_Cluster, dict[str, Any]]:
         metadata = {}
         for member, topics in members.items():
             prev = None if previous is None else previous.get(member)
@@ -274,13 +298,18 @@ class AiokafkaSticky:
 
 def python_impl(name: str) -> Floor | KassignSticky | AiokafkaSticky:
     """The in-process implementation called ``name``; ImportError if its library is missing."""
-    factories: dict[str, Callable[[], Any]] = {"floor": Floor, "kassign-sticky": KassignSticky,
-                                               "kassign-coop": KassignCooperative, "aiokafka-sticky": AiokafkaSticky}
+    factories: dict[str, Callable[[], Any]] = {
+        "floor": Floor,
+        "kassign-sticky": KassignSticky,
+        "kassign-coop": KassignCooperative,
+        "aiokafka-sticky": AiokafkaSticky,
+    }
     return factories[name]()
 
 
-def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, measure_memory: bool,
-               max_reps: int = 9) -> list[Row]:
+def run_python(
+    impl: Any, case: Case, steps: tuple[str, ...], limit: float, measure_memory: bool, max_reps: int = 9
+) -> list[Row]:
     """Time ``impl`` on each step of ``case``; leave/join start from its own fresh result."""
     rows: list[Row] = []
     fresh: AssignmentMap | None = None
@@ -335,8 +364,16 @@ def run_python(impl: Any, case: Case, steps: tuple[str, ...], limit: float, meas
         row.update(quality)
         if step == "fresh":
             fresh = {m: [(tp[0], tp[1]) for tp in tps] for m, tps in result.items()}
-        log.info("%s %s %s: %.1f ms, balance %s, moved %s, %s", case.name, step, impl.name, row["medianMs"],
-                 row["balance"], row["moved"], row["valid"])
+        log.info(
+            "%s %s %s: %.1f ms, balance %s, moved %s, %s",
+            case.name,
+            step,
+            impl.name,
+            row["medianMs"],
+            row["balance"],
+            row["moved"],
+            row["valid"],
+        )
     return rows
 
 
@@ -365,16 +402,32 @@ def run_java(impl: str, case_file: Path, steps: tuple[str, ...], limit: float, w
     source = Path(__file__).resolve().parent.parent / "java" / "StickyBench.java"
     classes = compile_java(source)
     assignor = {"java-sticky": "sticky", "java-coop": "cooperative-sticky"}[impl]
-    cmd = java_command(classes, "StickyBench", str(case_file), "--assignor", assignor, "--steps", ",".join(steps),
-                       "--warmup-seconds", str(warmup_seconds), "--timebox", str(limit), heap="8g")
+    cmd = java_command(
+        classes,
+        "StickyBench",
+        str(case_file),
+        "--assignor",
+        assignor,
+        "--steps",
+        ",".join(steps),
+        "--warmup-seconds",
+        str(warmup_seconds),
+        "--timebox",
+        str(limit),
+        heap="8g",
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode not in (0, 3) or not rows:
         raise RuntimeError(f"StickyBench exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     for r in rows:
-        log.info("%s %s %s: %s", r["case"], r["step"], impl,
-                 r.get("skipped")
-                 or f"{r['medianMs']:.1f} ms, balance {r['balance']}, moved {r['moved']}, {r['valid']}")
+        log.info(
+            "%s %s %s: %s",
+            r["case"],
+            r["step"],
+            impl,
+            r.get("skipped") or f"{r['medianMs']:.1f} ms, balance {r['balance']}, moved {r['moved']}, {r['valid']}",
+        )
     return rows
 
 
@@ -407,13 +460,36 @@ def k4_built() -> bool:
 def run_k4(case_dir: Path, names: list[str], steps: tuple[str, ...], out_json: Path) -> list[Row]:
     """Time Kafka 4's UniformAssignor on the cases (one JVM); rows in this harness's shape."""
     if not k4_built():
-        return [{"impl": K4_IMPL, "case": n, "step": s, "medianMs": ms, "quoted": True, "valid": "ok",
-                 "balance": None, "moved": None}
-                for n in names if n in K4_README_MS for s, ms in K4_README_MS[n].items() if s in steps]
+        return [
+            {
+                "impl": K4_IMPL,
+                "case": n,
+                "step": s,
+                "medianMs": ms,
+                "quoted": True,
+                "valid": "ok",
+                "balance": None,
+                "moved": None,
+            }
+            for n in names
+            if n in K4_README_MS
+            for s, ms in K4_README_MS[n].items()
+            if s in steps
+        ]
     tool = k4_tool_dir()
     assert tool is not None  # k4_built() checked it
-    cmd = [str(tool / "run.sh"), str(case_dir), "--cases", ",".join(names), "--assignors", "uniform",
-           "--steps", ",".join(steps), "--json", str(out_json)]
+    cmd = [
+        str(tool / "run.sh"),
+        str(case_dir),
+        "--cases",
+        ",".join(names),
+        "--assignors",
+        "uniform",
+        "--steps",
+        ",".join(steps),
+        "--json",
+        str(out_json),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not out_json.exists():
         raise RuntimeError(f"kafka4-uniform exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
@@ -423,8 +499,12 @@ def run_k4(case_dir: Path, names: list[str], steps: tuple[str, ...], out_json: P
         if "error" in r:
             row["error"] = r["error"]
         else:
-            row.update(medianMs=r["medianMs"], samplesMs=r["samplesMs"], balance=r["balance"], moved=r["moved"],
-                       valid=r["valid"])
+            row.update(
+                medianMs=r["medianMs"],
+                samplesMs=r["samplesMs"],
+                balance=r["balance"],
+                moved=r["moved"],
+                valid=r["valid"],
+            )
         rows.append(row)
     return rows
-

@@ -37,8 +37,11 @@ SKIP = 5
 
 def heartbeat_gaps_ms(log: Path) -> list[float]:
     """Gaps between the heartbeats a member's librdkafka debug log (``%7|<unix s.ms>|HEARTBEAT|...``) sent."""
-    sent = [float(line.split("|")[1]) for line in log.read_text(errors="replace").splitlines()
-            if "Heartbeat for group" in line]
+    sent = [
+        float(line.split("|")[1])
+        for line in log.read_text(errors="replace").splitlines()
+        if "Heartbeat for group" in line
+    ]
     return [round((b - a) * 1000, 1) for a, b in zip(sent, sent[1:])][SKIP:]
 
 
@@ -67,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{profile}: no heartbeats in the members' logs", file=sys.stderr)
                 return 1
             q = statistics.quantiles(gaps, n=10)
-            print(f"{profile}: {len(gaps)} gaps, median {statistics.median(gaps):.0f} ms, mean "
-                  f"{statistics.fmean(gaps):.0f} ms, 10th-90th percentile {q[0]:.0f}-{q[-1]:.0f} ms, "
-                  f"min {min(gaps):.0f}, max {max(gaps):.0f} (heartbeat.interval.ms 250)")
+            print(
+                f"{profile}: {len(gaps)} gaps, median {statistics.median(gaps):.0f} ms, mean "
+                f"{statistics.fmean(gaps):.0f} ms, 10th-90th percentile {q[0]:.0f}-{q[-1]:.0f} ms, "
+                f"min {min(gaps):.0f}, max {max(gaps):.0f} (heartbeat.interval.ms 250)"
+            )
     return 0
 
 

@@ -102,8 +102,14 @@ class Cell:
 def config_for(broker: str, strategy: str) -> SimConfig:
     """The simulator settings of one broker and strategy (Java latencies, max.poll 30 s)."""
     session, heartbeat = BROKERS[broker]
-    return SimConfig(broker=broker, client="java", session_timeout_ms=session, heartbeat_interval_ms=heartbeat,
-                     rebalance_timeout_ms=30000.0, **STRATEGIES[strategy])  # type: ignore[arg-type]
+    return SimConfig(
+        broker=broker,
+        client="java",
+        session_timeout_ms=session,
+        heartbeat_interval_ms=heartbeat,
+        rebalance_timeout_ms=30000.0,
+        **STRATEGIES[strategy],
+    )  # type: ignore[arg-type]
 
 
 def measure(broker: str, scenario: str, strategy: str, seeds: Sequence[int]) -> Cell:
@@ -121,8 +127,9 @@ def measure(broker: str, scenario: str, strategy: str, seeds: Sequence[int]) -> 
     return Cell(broker, scenario, strategy, {a: statistics.median(v) for a, v in samples.items()}, settled)
 
 
-def measure_scenario(build: Callable[[int, float], Scenario], broker: str, strategy: str,
-                     seeds: Sequence[int]) -> float:
+def measure_scenario(
+    build: Callable[[int, float], Scenario], broker: str, strategy: str, seeds: Sequence[int]
+) -> float:
     """Median unowned partition-seconds of ``build``'s one step."""
     config = config_for(broker, strategy)
     values = []
@@ -143,8 +150,10 @@ def markdown(cells: Sequence[Cell], seeds: Sequence[int]) -> str:
     lines: list[str] = []
     for broker in dict.fromkeys(c.broker for c in cells):
         session, heartbeat = BROKERS[broker]
-        lines.append(f"**{broker}** (session {session / 1000:g} s, heartbeat {heartbeat / 1000:g} s; "
-                     f"{PARTITIONS} partitions, Java latencies; median of {len(seeds)} seeds)")
+        lines.append(
+            f"**{broker}** (session {session / 1000:g} s, heartbeat {heartbeat / 1000:g} s; "
+            f"{PARTITIONS} partitions, Java latencies; median of {len(seeds)} seeds)"
+        )
         lines.append("")
         lines.append("| scenario | strategy | " + " | ".join(name for name, _, _ in COLUMNS) + " |")
         lines.append("|---|---|" + "---:|" * len(COLUMNS))
@@ -155,16 +164,20 @@ def markdown(cells: Sequence[Cell], seeds: Sequence[int]) -> str:
         for scenario in SCENARIOS:
             ratio = _ratio(cells, broker, scenario, FAST, BASELINE)
             coop = _ratio(cells, broker, scenario, FAST, "cooperative-sticky")
-            lines.append(f"- {broker}, {scenario}: unowned partition-s, fast follow-up / eager range = {ratio}; "
-                         f"fast follow-up / cooperative-sticky = {coop}")
+            lines.append(
+                f"- {broker}, {scenario}: unowned partition-s, fast follow-up / eager range = {ratio}; "
+                f"fast follow-up / cooperative-sticky = {coop}"
+            )
         lines.append("")
     if any(c.broker == "kafka" for c in cells):
         for scenario in TARGET_SCENARIOS:
             fast = _cell(cells, "kafka", scenario, FAST).medians["unowned_ps"]
             eager = _cell(cells, "kafka", scenario, BASELINE).medians["unowned_ps"]
             met = fast <= TARGET_RATIO * eager
-            lines.append(f"- target on Kafka, {scenario}: fast follow-up {fast:.2f} <= {TARGET_RATIO:g} x eager "
-                         f"{eager:.2f}: {'met' if met else 'NOT met'}")
+            lines.append(
+                f"- target on Kafka, {scenario}: fast follow-up {fast:.2f} <= {TARGET_RATIO:g} x eager "
+                f"{eager:.2f}: {'met' if met else 'NOT met'}"
+            )
         lines += ["", *_why(cells, seeds)]
     return "\n".join(lines)
 
@@ -177,22 +190,29 @@ def _why(cells: Sequence[Cell], seeds: Sequence[int]) -> list[str]:
     if eager["unowned_parts"] and fast["unowned_parts"]:
         per_eager = eager["unowned_ps"] / eager["unowned_parts"]
         per_fast = fast["unowned_ps"] / fast["unowned_parts"]
-        out.append(f"- scale-out: eager leaves {eager['unowned_parts']:g} partitions unowned for one join/sync round "
-                   f"({per_eager * 1000:.0f} ms each); the fast follow-up only the {fast['unowned_parts']:g} "
-                   f"that move, but for their revocation, a poll and a second join/sync round "
-                   f"({per_fast * 1000:.0f} ms each): "
-                   f"ratio {fast['unowned_parts']:g} x {per_fast * 1000:.0f} / ({eager['unowned_parts']:g} x "
-                   f"{per_eager * 1000:.0f}) = {fast['unowned_ps'] / eager['unowned_ps']:.2f}; below 0.5 only if the "
-                   f"second round were faster than eager's only one.")
-    halves = {(h, st): measure_scenario(build, "kafka", st, seeds) for h, build in RESTART_HALVES.items()
-              for st in (BASELINE, FAST)}
+        out.append(
+            f"- scale-out: eager leaves {eager['unowned_parts']:g} partitions unowned for one join/sync round "
+            f"({per_eager * 1000:.0f} ms each); the fast follow-up only the {fast['unowned_parts']:g} "
+            f"that move, but for their revocation, a poll and a second join/sync round "
+            f"({per_fast * 1000:.0f} ms each): "
+            f"ratio {fast['unowned_parts']:g} x {per_fast * 1000:.0f} / ({eager['unowned_parts']:g} x "
+            f"{per_eager * 1000:.0f}) = {fast['unowned_ps'] / eager['unowned_ps']:.2f}; below 0.5 only if the "
+            f"second round were faster than eager's only one."
+        )
+    halves = {
+        (h, st): measure_scenario(build, "kafka", st, seeds)
+        for h, build in RESTART_HALVES.items()
+        for st in (BASELINE, FAST)
+    }
     leave_e, join_e = halves[("one leaves 6->5", BASELINE)], halves[("one joins 5->6", BASELINE)]
     leave_f, join_f = halves[("one leaves 6->5", FAST)], halves[("one joins 5->6", FAST)]
-    out.append(f"- rolling restart = 6 x (one member leaves + it joins again): eager {leave_e:.2f} + {join_e:.2f}, "
-               f"fast follow-up {leave_f:.2f} + {join_f:.2f} partition-s per restart. The leave dominates and no "
-               f"client can shorten it: the survivors learn of a LeaveGroup only from their next heartbeat (on "
-               f"average half an interval), meanwhile the leaver's partitions have no owner under every strategy. "
-               f"Floor of the ratio with the join free: {leave_f / (leave_e + join_e):.2f}.")
+    out.append(
+        f"- rolling restart = 6 x (one member leaves + it joins again): eager {leave_e:.2f} + {join_e:.2f}, "
+        f"fast follow-up {leave_f:.2f} + {join_f:.2f} partition-s per restart. The leave dominates and no "
+        f"client can shorten it: the survivors learn of a LeaveGroup only from their next heartbeat (on "
+        f"average half an interval), meanwhile the leaver's partitions have no owner under every strategy. "
+        f"Floor of the ratio with the join free: {leave_f / (leave_e + join_e):.2f}."
+    )
     return out
 
 
@@ -209,8 +229,12 @@ def _ratio(cells: Sequence[Cell], broker: str, scenario: str, top: str, bottom: 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=7, help="seeds (trigger phases) per cell, >= 5 for the README")
-    parser.add_argument("--broker", choices=sorted(BROKERS), action="append",
-                        help="broker model(s) to simulate (default: kafka and tansu)")
+    parser.add_argument(
+        "--broker",
+        choices=sorted(BROKERS),
+        action="append",
+        help="broker model(s) to simulate (default: kafka and tansu)",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")

@@ -111,8 +111,9 @@ MODES = {
     "eager": Mode("roundrobin"),  # aiokafka's default partition_assignment_strategy
     "cooperative": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:plain_cooperative_consumer"),
     "cooperative+fast-follow-up": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:fast_follow_up_consumer"),
-    "cooperative+static": Mode(COOPERATIVE_STICKY, "benchmarks.rebalance:fast_follow_up_consumer", static=True,
-                               scenarios=("rolling-restart",)),
+    "cooperative+static": Mode(
+        COOPERATIVE_STICKY, "benchmarks.rebalance:fast_follow_up_consumer", static=True, scenarios=("rolling-restart",)
+    ),
     "java-cooperative": Mode("cooperative-sticky", kind="java"),
     "librdkafka-cooperative": Mode("cooperative-sticky", kind="confluent"),
     "consumer": Mode("range", "benchmarks.rebalance:consumer_protocol_consumer", group_protocol="consumer"),
@@ -120,16 +121,30 @@ MODES = {
     "librdkafka-consumer": Mode("range", kind="confluent", group_protocol="consumer"),
 }
 #: The modes the README's table has always had (the KIP-848 rows are a table of their own).
-CLASSIC_MODES = ("eager", "cooperative", "cooperative+fast-follow-up", "cooperative+static", "java-cooperative",
-                 "librdkafka-cooperative")
+CLASSIC_MODES = (
+    "eager",
+    "cooperative",
+    "cooperative+fast-follow-up",
+    "cooperative+static",
+    "java-cooperative",
+    "librdkafka-cooperative",
+)
 SCENARIOS = ("scale-out", "scale-in", "crash", "rolling-restart")
 #: Work per non-empty poll batch, ms (uniform in the range, seeded per run and member).
 PROFILES = {"instant": (0, 0), "process": (250, 750)}
 #: Where in the heartbeat interval after the last assignment each repetition fires its trigger.
 PHASES = (1 / 6, 1 / 2, 5 / 6)
-SHORT = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
-         "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka",
-         "consumer": "kip848", "java-consumer": "java848", "librdkafka-consumer": "rdkafka848"}
+SHORT = {
+    "eager": "eager",
+    "cooperative": "coop",
+    "cooperative+fast-follow-up": "fast",
+    "cooperative+static": "static",
+    "java-cooperative": "java",
+    "librdkafka-cooperative": "rdkafka",
+    "consumer": "kip848",
+    "java-consumer": "java848",
+    "librdkafka-consumer": "rdkafka848",
+}
 
 
 def plain_cooperative_consumer(**config: Any) -> Any:
@@ -173,14 +188,30 @@ class RunResult:
     phase: float = 0.0
 
 
-COLUMNS = (("unowned_ps", "unowned ps", 2), ("kept_pause_s", "kept pause s", 2), ("steady_pause_s", "steady s", 2),
-           ("settle_s", "settle s", 2), ("rounds", "rounds", 1), ("moved", "moved", 1), ("duplicates", "dup", 0),
-           ("lost", "lost", 0), ("double_ps", "double ps", 2))
+COLUMNS = (
+    ("unowned_ps", "unowned ps", 2),
+    ("kept_pause_s", "kept pause s", 2),
+    ("steady_pause_s", "steady s", 2),
+    ("settle_s", "settle s", 2),
+    ("rounds", "rounds", 1),
+    ("moved", "moved", 1),
+    ("duplicates", "dup", 0),
+    ("lost", "lost", 0),
+    ("double_ps", "double ps", 2),
+)
 
 
-def measure(scenario: str, mode: str, events: Sequence[Event], steps: Sequence[float], end: float, *,
-            partitions: Sequence[TopicPartition], produced: Mapping[TopicPartition, Sequence[int]],
-            steady_s: float) -> RunResult:
+def measure(
+    scenario: str,
+    mode: str,
+    events: Sequence[Event],
+    steps: Sequence[float],
+    end: float,
+    *,
+    partitions: Sequence[TopicPartition],
+    produced: Mapping[TopicPartition, Sequence[int]],
+    steady_s: float,
+) -> RunResult:
     """The row of one run. ``steps``: when each change began (one for a scale-out or scale-in, one
     per restarted member); ``end``: the end of the measured stretch (after the final settle)."""
     if not steps or end <= steps[-1]:
@@ -223,9 +254,20 @@ def _wait_for_phase(group: GroupDriver, heartbeat_s: float, phase: float) -> Non
     time.sleep(max(0.0, last + (periods + phase) * heartbeat_s - now))
 
 
-def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate: float, timing: GroupTiming,
-             steady_s: float, phase: float = PHASES[0], profile: str = "instant",
-             record: Path | None = None, broker: str = "") -> RunResult:
+def run_once(
+    bootstrap: str,
+    scenario: str,
+    mode: str,
+    *,
+    partitions: int,
+    rate: float,
+    timing: GroupTiming,
+    steady_s: float,
+    phase: float = PHASES[0],
+    profile: str = "instant",
+    record: Path | None = None,
+    broker: str = "",
+) -> RunResult:
     """Run one scenario in one mode on a fresh topic and group, and measure it; with ``record``, write
     the run's timeline there (``events.jsonl.gz`` and ``meta.json``, the format of
     ``data/rebalance-timelines``)."""
@@ -238,10 +280,18 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
     def start(slots: range, *, hold: bool = False) -> list[str]:
         """Members for these slots; a static mode gives each slot its own group.instance.id, which a
         restarted slot's replacement takes over."""
-        return [group.start_member(spec.kind, spec.strategy, hold=hold, consumer_factory=spec.consumer_factory,
-                                   group_protocol=spec.group_protocol, kafka_clients=spec.kafka_clients,
-                                   instance_id=f"{tag}-slot{slot}" if spec.static else None)
-                for slot in slots]
+        return [
+            group.start_member(
+                spec.kind,
+                spec.strategy,
+                hold=hold,
+                consumer_factory=spec.consumer_factory,
+                group_protocol=spec.group_protocol,
+                kafka_clients=spec.kafka_clients,
+                instance_id=f"{tag}-slot{slot}" if spec.static else None,
+            )
+            for slot in slots
+        ]
 
     hb = timing.heartbeat_ms / 1000.0
     with GroupDriver(bootstrap, tag, topic, timing=timing) as group:
@@ -282,28 +332,57 @@ def run_once(bootstrap: str, scenario: str, mode: str, *, partitions: int, rate:
             log.warning("%s %s: not every record processed: %s", scenario, mode, str(exc).splitlines()[0])
             events = group.events()
         produced = producer.produced()
-        result = replace(measure(scenario, mode, events, steps, end, partitions=group.partitions, produced=produced,
-                                 steady_s=steady_s), profile=profile, phase=round(phase, 3))
+        result = replace(
+            measure(
+                scenario, mode, events, steps, end, partitions=group.partitions, produced=produced, steady_s=steady_s
+            ),
+            profile=profile,
+            phase=round(phase, 3),
+        )
         if record is not None:
-            _record(record, events, group, spec, timing, {
-                "scenario": scenario, "mode": mode, "profile": profile, "phase": round(phase, 3), "broker": broker,
-                "partitions": partitions, "rate": rate, "triggers": steps, "end": end,
-                "result": asdict(result)})
+            _record(
+                record,
+                events,
+                group,
+                spec,
+                timing,
+                {
+                    "scenario": scenario,
+                    "mode": mode,
+                    "profile": profile,
+                    "phase": round(phase, 3),
+                    "broker": broker,
+                    "partitions": partitions,
+                    "rate": rate,
+                    "triggers": steps,
+                    "end": end,
+                    "result": asdict(result),
+                },
+            )
         return result
 
 
-def _record(path: Path, events: Sequence[Event], group: GroupDriver, spec: Mode, timing: GroupTiming,
-            meta: dict[str, Any]) -> None:
+def _record(
+    path: Path, events: Sequence[Event], group: GroupDriver, spec: Mode, timing: GroupTiming, meta: dict[str, Any]
+) -> None:
     from kassign.timeline.events import write_events
 
     path.mkdir(parents=True, exist_ok=True)
     # Positions reports are left out: the callbacks and processed ranges are what replays need.
     kept = [e for e in events if e.ev != "progress"]
     write_events(path / "events.jsonl.gz", kept, single_topic=group.topics[0])
-    meta |= {"kind": spec.kind, "strategy": spec.strategy, "static": spec.static,
-             "group_protocol": spec.group_protocol or "classic",
-             "session_ms": timing.session_ms, "heartbeat_ms": timing.heartbeat_ms, "max_poll_ms": timing.max_poll_ms,
-             "process_ms": list(timing.process_ms), "seed": timing.seed, "clients": _client_versions()}
+    meta |= {
+        "kind": spec.kind,
+        "strategy": spec.strategy,
+        "static": spec.static,
+        "group_protocol": spec.group_protocol or "classic",
+        "session_ms": timing.session_ms,
+        "heartbeat_ms": timing.heartbeat_ms,
+        "max_poll_ms": timing.max_poll_ms,
+        "process_ms": list(timing.process_ms),
+        "seed": timing.seed,
+        "clients": _client_versions(),
+    }
     (path / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
 
 
@@ -343,16 +422,28 @@ def spread(results: Sequence[RunResult]) -> Spread:
     rounds: dict[int, int] = {}
     for r in results:
         rounds[r.rounds] = rounds.get(r.rounds, 0) + 1
-    return Spread(len(values), statistics.mean(values), percentile(values, 0.9), statistics.median(values),
-                  max(values), dict(sorted(rounds.items())))
+    return Spread(
+        len(values),
+        statistics.mean(values),
+        percentile(values, 0.9),
+        statistics.median(values),
+        max(values),
+        dict(sorted(rounds.items())),
+    )
 
 
-def format_spread(cells: Mapping[tuple[str, str, str], Sequence[RunResult]], profiles: Sequence[str],
-                  scenarios: Sequence[str], modes: Sequence[str]) -> str:
+def format_spread(
+    cells: Mapping[tuple[str, str, str], Sequence[RunResult]],
+    profiles: Sequence[str],
+    scenarios: Sequence[str],
+    modes: Sequence[str],
+) -> str:
     """Unowned partition-seconds per cell as mean, 90th percentile, median and maximum, with how many
     runs took how many rounds, as markdown."""
-    lines = ["| profile | scenario | mode | runs | mean | p90 | median | max | runs by rounds |",
-             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| profile | scenario | mode | runs | mean | p90 | median | max | runs by rounds |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for profile in profiles:
         for scenario in scenarios:
             for mode in modes:
@@ -361,8 +452,10 @@ def format_spread(cells: Mapping[tuple[str, str, str], Sequence[RunResult]], pro
                     continue
                 sp = spread(runs)
                 by_rounds = ", ".join(f"{n}: {c}" for n, c in sp.rounds.items())
-                lines.append(f"| {profile} | {scenario} | {mode} | {sp.runs} | {sp.mean:.2f} | {sp.p90:.2f} | "
-                             f"{sp.median:.2f} | {sp.max:.2f} | {by_rounds} |")
+                lines.append(
+                    f"| {profile} | {scenario} | {mode} | {sp.runs} | {sp.mean:.2f} | {sp.p90:.2f} | "
+                    f"{sp.median:.2f} | {sp.max:.2f} | {by_rounds} |"
+                )
     return "\n".join(lines)
 
 
@@ -370,9 +463,13 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else ("1.00" if a == b else "inf")
 
 
-def format_table(cells: Mapping[tuple[str, str, str], Sequence[RunResult]],
-                 failures: Mapping[tuple[str, str, str], int], profiles: Sequence[str], scenarios: Sequence[str],
-                 modes: Sequence[str]) -> str:
+def format_table(
+    cells: Mapping[tuple[str, str, str], Sequence[RunResult]],
+    failures: Mapping[tuple[str, str, str], int],
+    profiles: Sequence[str],
+    scenarios: Sequence[str],
+    modes: Sequence[str],
+) -> str:
     """The side-by-side table (medians per cell) and the ratios to eager, as markdown."""
     header = "| profile | scenario | mode | runs | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
     lines = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
@@ -402,8 +499,10 @@ def format_table(cells: Mapping[tuple[str, str, str], Sequence[RunResult]],
             for mode in modes:
                 if mode != "eager" and cells.get((profile, scenario, mode)):
                     med = medians(cells[(profile, scenario, mode)])
-                    parts.append(f"{SHORT[mode]}/eager unowned ps {_ratio(med['unowned_ps'], base['unowned_ps'])}, "
-                                 f"settle {_ratio(med['settle_s'], base['settle_s'])}")
+                    parts.append(
+                        f"{SHORT[mode]}/eager unowned ps {_ratio(med['unowned_ps'], base['unowned_ps'])}, "
+                        f"settle {_ratio(med['settle_s'], base['settle_s'])}"
+                    )
             if parts:
                 lines.append(f"- {profile} {scenario}: " + "; ".join(parts))
     return "\n".join(lines)
@@ -419,17 +518,32 @@ def _csv(value: str, allowed: Sequence[str], what: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profiles", type=lambda v: _csv(v, list(PROFILES), "profile"), default=list(PROFILES),
-                    help=f"comma-separated, of {', '.join(PROFILES)} (default all)")
-    ap.add_argument("--scenarios", type=lambda v: _csv(v, SCENARIOS, "scenario"), default=list(SCENARIOS),
-                    help=f"comma-separated, of {', '.join(SCENARIOS)} (default all)")
-    ap.add_argument("--modes", type=lambda v: _csv(v, list(MODES), "mode"), default=list(CLASSIC_MODES),
-                    help=f"comma-separated, of {', '.join(MODES)} (default: the classic protocol's "
-                         f"{', '.join(CLASSIC_MODES)})")
+    ap.add_argument(
+        "--profiles",
+        type=lambda v: _csv(v, list(PROFILES), "profile"),
+        default=list(PROFILES),
+        help=f"comma-separated, of {', '.join(PROFILES)} (default all)",
+    )
+    ap.add_argument(
+        "--scenarios",
+        type=lambda v: _csv(v, SCENARIOS, "scenario"),
+        default=list(SCENARIOS),
+        help=f"comma-separated, of {', '.join(SCENARIOS)} (default all)",
+    )
+    ap.add_argument(
+        "--modes",
+        type=lambda v: _csv(v, list(MODES), "mode"),
+        default=list(CLASSIC_MODES),
+        help=f"comma-separated, of {', '.join(MODES)} (default: the classic protocol's {', '.join(CLASSIC_MODES)})",
+    )
     ap.add_argument("--repeat", type=int, default=5, help="runs per cell; the table shows medians (default 5)")
-    ap.add_argument("--first-rep", type=int, default=1,
-                    help="number of the first repetition (default 1); more runs of a recorded set go on from its last "
-                         "number, with the seeds and trigger phases that repetition would have had")
+    ap.add_argument(
+        "--first-rep",
+        type=int,
+        default=1,
+        help="number of the first repetition (default 1); more runs of a recorded set go on from its last "
+        "number, with the seeds and trigger phases that repetition would have had",
+    )
     ap.add_argument("--partitions", type=int, default=24)
     ap.add_argument("--rate", type=float, default=600.0, help="records produced per second")
     ap.add_argument("--steady-s", type=float, default=3.0, help="steady stretch before the change and after it")
@@ -437,9 +551,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heartbeat-ms", type=int, default=250)
     ap.add_argument("--seed", type=int, default=1, help="seeds the processing times (default 1)")
     ap.add_argument("--json", type=Path, default=None, help="also write every run and the table here")
-    ap.add_argument("--record", type=Path, default=None,
-                    help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ "
-                         "(events.jsonl.gz, meta.json)")
+    ap.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        help="write each run's timeline to DIR/<profile>-<scenario>-<mode>-r<k>/ (events.jsonl.gz, meta.json)",
+    )
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -450,8 +567,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # cells interleaved, so a slow spell of the machine spreads over every cell
     reps = range(args.first_rep - 1, args.first_rep - 1 + args.repeat)
-    plan = [(k, p, s, m) for k in reps for p in args.profiles for s in args.scenarios for m in args.modes
-            if MODES[m].scenarios is None or s in MODES[m].scenarios]
+    plan = [
+        (k, p, s, m)
+        for k in reps
+        for p in args.profiles
+        for s in args.scenarios
+        for m in args.modes
+        if MODES[m].scenarios is None or s in MODES[m].scenarios
+    ]
     cells: dict[tuple[str, str, str], list[RunResult]] = {}
     failures: dict[tuple[str, str, str], int] = {}
     started = time.time()
@@ -461,40 +584,70 @@ def main(argv: list[str] | None = None) -> int:
             for k, profile, scenario, mode in bar:
                 bar.set_postfix_str(f"{profile} {scenario} {mode}")
                 # Sub-second processing reports: a kept partition's pause is measured against this rhythm.
-                timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms, progress_ms=200,
-                                     process_ms=PROFILES[profile], seed=args.seed * 1000 + k)
+                timing = GroupTiming(
+                    session_ms=args.session_ms,
+                    heartbeat_ms=args.heartbeat_ms,
+                    progress_ms=200,
+                    process_ms=PROFILES[profile],
+                    seed=args.seed * 1000 + k,
+                )
                 phase = PHASES[k % len(PHASES)]
                 key = (profile, scenario, mode)
                 try:
                     record = args.record / f"{profile}-{scenario}-{SHORT[mode]}-r{k + 1}" if args.record else None
-                    result = run_once(broker.bootstrap, scenario, mode, partitions=args.partitions, rate=args.rate,
-                                      timing=timing, steady_s=args.steady_s, phase=phase, profile=profile,
-                                      record=record, broker=broker.describe())
+                    result = run_once(
+                        broker.bootstrap,
+                        scenario,
+                        mode,
+                        partitions=args.partitions,
+                        rate=args.rate,
+                        timing=timing,
+                        steady_s=args.steady_s,
+                        phase=phase,
+                        profile=profile,
+                        record=record,
+                        broker=broker.describe(),
+                    )
                 except Exception as exc:  # one failed run (a group that never settles...) must not end the table
                     failures[key] = failures.get(key, 0) + 1
-                    tqdm.write(f"{profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
-                               f"{(str(exc).splitlines() or [''])[0]}")
+                    tqdm.write(
+                        f"{profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
+                        f"{(str(exc).splitlines() or [''])[0]}"
+                    )
                     continue
                 cells.setdefault(key, []).append(result)
-                tqdm.write(f"{profile} {scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle "
-                           f"{result.settle_s:.2f} s, rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s, "
-                           f"dup {result.duplicates}, lost {result.lost}")
+                tqdm.write(
+                    f"{profile} {scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle "
+                    f"{result.settle_s:.2f} s, rounds {result.rounds}, kept pause {result.kept_pause_s:.2f} s, "
+                    f"dup {result.duplicates}, lost {result.lost}"
+                )
     table = format_table(cells, failures, args.profiles, args.scenarios, args.modes)
-    table += ("\n\nUnowned partition-seconds over the runs of each cell:\n\n"
-              + format_spread(cells, args.profiles, args.scenarios, args.modes))
-    print(f"\n{args.partitions} partitions, {args.rate:.0f} records/s, session {args.session_ms} ms, heartbeat "
-          f"{args.heartbeat_ms} ms, processing per batch {PROFILES}; median of {args.repeat} runs per cell; "
-          f"{time.time() - started:.0f} s in all\n")
+    table += "\n\nUnowned partition-seconds over the runs of each cell:\n\n" + format_spread(
+        cells, args.profiles, args.scenarios, args.modes
+    )
+    print(
+        f"\n{args.partitions} partitions, {args.rate:.0f} records/s, session {args.session_ms} ms, heartbeat "
+        f"{args.heartbeat_ms} ms, processing per batch {PROFILES}; median of {args.repeat} runs per cell; "
+        f"{time.time() - started:.0f} s in all\n"
+    )
     print(table)
     if args.json:
-        args.json.write_text(json.dumps({
-            "broker": broker.describe(),
-            "clients": _client_versions(),
-            "settings": {k: v for k, v in vars(args).items() if k != "json"},
-            "runs": [asdict(r) for runs in cells.values() for r in runs],
-            "failures": [{"profile": p, "scenario": s, "mode": m, "count": n} for (p, s, m), n in failures.items()],
-            "table": table,
-        }, indent=2, default=str))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "broker": broker.describe(),
+                    "clients": _client_versions(),
+                    "settings": {k: v for k, v in vars(args).items() if k != "json"},
+                    "runs": [asdict(r) for runs in cells.values() for r in runs],
+                    "failures": [
+                        {"profile": p, "scenario": s, "mode": m, "count": n} for (p, s, m), n in failures.items()
+                    ],
+                    "table": table,
+                },
+                indent=2,
+                default=str,
+            )
+        )
     return 0
 
 
@@ -504,9 +657,13 @@ def _client_versions() -> dict[str, str]:
 
     from kassign._java import REFERENCE_KAFKA_CLIENTS
 
-    return {"aiokafka": aiokafka.__version__, "confluent-kafka": confluent_kafka.__version__,
-            "librdkafka": confluent_kafka.libversion()[0], "kafka-clients": REFERENCE_KAFKA_CLIENTS,
-            "kafka-clients (consumer protocol)": KIP848_KAFKA_CLIENTS}
+    return {
+        "aiokafka": aiokafka.__version__,
+        "confluent-kafka": confluent_kafka.__version__,
+        "librdkafka": confluent_kafka.libversion()[0],
+        "kafka-clients": REFERENCE_KAFKA_CLIENTS,
+        "kafka-clients (consumer protocol)": KIP848_KAFKA_CLIENTS,
+    }
 
 
 if __name__ == "__main__":

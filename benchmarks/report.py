@@ -60,7 +60,7 @@ def _cell(results: Results, impl: str, case: str, step: str) -> str:
     if "skipped" in row:
         text = row["skipped"]
         if text.startswith("skipped ("):
-            return "skip " + text[len("skipped ("):].rstrip(")")
+            return "skip " + text[len("skipped (") :].rstrip(")")
         if text.startswith("fresh skipped"):
             return "skip (fresh)"
         if text.startswith("not run"):
@@ -86,8 +86,19 @@ def render(results: Results, cases: list[Case], steps: tuple[str, ...]) -> str:
     keys = [(c, s) for c in cases for s in steps]
     out = []
 
-    time_cols = [i for i in ("floor", "kassign-sticky", "kassign-coop", "aiokafka-sticky", "java-sticky", "java-coop",
-                             "k4-uniform") if i in impls]
+    time_cols = [
+        i
+        for i in (
+            "floor",
+            "kassign-sticky",
+            "kassign-coop",
+            "aiokafka-sticky",
+            "java-sticky",
+            "java-coop",
+            "k4-uniform",
+        )
+        if i in impls
+    ]
     header = ["case", "shape", "step"]
     for i in time_cols:
         header.append(i)
@@ -103,18 +114,27 @@ def render(results: Results, cases: list[Case], steps: tuple[str, ...]) -> str:
         body.append(row)
     out.append("Time per assign() call, ms (median); xfloor = kassign / CPython floor\n" + _table(header, body))
     if any(r.get("quoted") for r in results.rows):
-        out.append("* quoted from the kafka4-uniform README: the tool is not built on this machine, "
-                   "so not measured here")
+        out.append(
+            "* quoted from the kafka4-uniform README: the tool is not built on this machine, so not measured here"
+        )
 
-    ratio_specs = [("sticky/java", "kassign-sticky", "java-sticky"), ("coop/java", "kassign-coop", "java-coop"),
-                   ("sticky/k4", "kassign-sticky", "k4-uniform"), ("coop/k4", "kassign-coop", "k4-uniform"),
-                   ("aiokafka/sticky", "aiokafka-sticky", "kassign-sticky")]
+    ratio_specs = [
+        ("sticky/java", "kassign-sticky", "java-sticky"),
+        ("coop/java", "kassign-coop", "java-coop"),
+        ("sticky/k4", "kassign-sticky", "k4-uniform"),
+        ("coop/k4", "kassign-coop", "k4-uniform"),
+        ("aiokafka/sticky", "aiokafka-sticky", "kassign-sticky"),
+    ]
     ratio_specs = [r for r in ratio_specs if r[1] in impls and r[2] in impls]
     if ratio_specs:
-        body = [[c.name, c.shape, s] + [fmt_ratio(_ratio(results, a, b, c.name, s)) for _, a, b in ratio_specs]
-                for c, s in keys]
-        out.append("Ratios of median times (< 1 means the first is faster)\n"
-                   + _table(["case", "shape", "step"] + [n for n, _, _ in ratio_specs], body))
+        body = [
+            [c.name, c.shape, s] + [fmt_ratio(_ratio(results, a, b, c.name, s)) for _, a, b in ratio_specs]
+            for c, s in keys
+        ]
+        out.append(
+            "Ratios of median times (< 1 means the first is faster)\n"
+            + _table(["case", "shape", "step"] + [n for n, _, _ in ratio_specs], body)
+        )
 
     quality_cols = [i for i in time_cols if i != "floor"]
     if quality_cols:
@@ -133,18 +153,31 @@ def render(results: Results, cases: list[Case], steps: tuple[str, ...]) -> str:
                     cell += " " + r["valid"]
                 row.append(cell)
             body.append(row)
-        out.append("Quality: balance (max-min partitions per member) / partitions moved; cooperative: after the\n"
-                   "second round, (rev N) = partitions revoked in the first\n"
-                   + _table(["case", "shape", "step"] + quality_cols, body))
+        out.append(
+            "Quality: balance (max-min partitions per member) / partitions moved; cooperative: after the\n"
+            "second round, (rev N) = partitions revoked in the first\n"
+            + _table(["case", "shape", "step"] + quality_cols, body)
+        )
 
     mem_rows = [(c, s, i, results.get(i, c.name, s)) for c, s in keys for i in KASSIGN]
     mem_rows = [(c, s, i, r) for c, s, i, r in mem_rows if r is not None and r.get("peakBytes") is not None]
     if mem_rows:
-        body = [[c.name, c.shape, s, i, f"{r['peakBytes'] / 2**20:,.1f}", f"{r['resultBytes'] / 2**20:,.1f}",
-                 fmt_ratio(r["peakBytes"] / r["resultBytes"] if r["resultBytes"] else None)] for c, s, i, r in mem_rows]
-        out.append("Memory: peak tracemalloc allocation inside assign() vs the returned assignment "
-                   "(lists + tuples), MiB\n"
-                   + _table(["case", "shape", "step", "impl", "peak", "result", "peak/result"], body))
+        body = [
+            [
+                c.name,
+                c.shape,
+                s,
+                i,
+                f"{r['peakBytes'] / 2**20:,.1f}",
+                f"{r['resultBytes'] / 2**20:,.1f}",
+                fmt_ratio(r["peakBytes"] / r["resultBytes"] if r["resultBytes"] else None),
+            ]
+            for c, s, i, r in mem_rows
+        ]
+        out.append(
+            "Memory: peak tracemalloc allocation inside assign() vs the returned assignment "
+            "(lists + tuples), MiB\n" + _table(["case", "shape", "step", "impl", "peak", "result", "peak/result"], body)
+        )
     return "\n\n".join(out)
 
 
@@ -171,18 +204,23 @@ def _check(results: Results, label: str, impl: str, case: str, step: str, other:
         if bound is None:
             return Target("N/A", f"{label}: {impl} {where}: {other} {theirs_row['skipped']}")
         ok = mine <= factor * bound * 1e3
-        return Target("PASS" if ok else "N/A", f"{label}: {impl} {where}: {fmt_ms(mine)} ms vs {other} > {bound:.0f} s "
-                      f"(time-boxed; limit {factor:g}x)")
+        return Target(
+            "PASS" if ok else "N/A",
+            f"{label}: {impl} {where}: {fmt_ms(mine)} ms vs {other} > {bound:.0f} s (time-boxed; limit {factor:g}x)",
+        )
     theirs = theirs_row["medianMs"]
     quoted = " (quoted)" if theirs_row.get("quoted") else ""
     ok = mine <= factor * theirs
-    return Target("PASS" if ok else "FAIL", f"{label}: {impl} {where}: {fmt_ms(mine)} ms = {mine / theirs:.2f}x "
-                  f"{other} {fmt_ms(theirs)} ms{quoted} (limit {factor:g}x)")
+    return Target(
+        "PASS" if ok else "FAIL",
+        f"{label}: {impl} {where}: {fmt_ms(mine)} ms = {mine / theirs:.2f}x "
+        f"{other} {fmt_ms(theirs)} ms{quoted} (limit {factor:g}x)",
+    )
 
 
 def _skip_seconds(text: str) -> float | None:
     if text.startswith("skipped (>") and text.endswith("s)"):
-        return float(text[len("skipped (>"):-2])
+        return float(text[len("skipped (>") : -2])
     return None
 
 
@@ -205,20 +243,41 @@ def targets(results: Results, case_names: list[str], steps: tuple[str, ...]) -> 
                         out.append(t)
 
     each(["S4"], ["fresh"], lambda i, c, s: _check(results, "1M uniform fresh <= 1.25x floor", i, c, s, "floor", 1.25))
-    each(["S4"], ["leave", "join"],
-         lambda i, c, s: _check(results, "1M uniform leave/join <= 3x floor", i, c, s, "floor", 3))
-    each(["S4_last1"], ["fresh", "leave", "join"],
-         lambda i, c, s: _check(results, "2,000 x 1M last-on-one-topic <= 2x floor", i, c, s, "floor", 2))
-    each(["S3"], ["fresh", "leave", "join"],
-         lambda i, c, s: _check(results, "1,000 x 100k <= 30x Kafka 4", i, c, s, "k4-uniform", 30))
-    each(["NU2"], ["fresh", "leave", "join"],
-         lambda i, c, s: _check(results, "NU2 <= 20x Kafka 4", i, c, s, "k4-uniform", 20))
-    each(["S4"], ["fresh", "leave", "join"],
-         lambda i, c, s: _check(results, "1M uniform within 2x of Java", i, c, s, JAVA_PEER[i], 2))
-    each(["S4_last1"], ["fresh", "leave", "join"],
-         lambda i, c, s: _check(results, "1M unequal <= Java", i, c, s, JAVA_PEER[i], 1))
-    each(["S20K"], ["fresh", "leave", "join"],
-         lambda i, c, s: _aiokafka(results, i, c, s) if i == "kassign-sticky" else None)
+    each(
+        ["S4"],
+        ["leave", "join"],
+        lambda i, c, s: _check(results, "1M uniform leave/join <= 3x floor", i, c, s, "floor", 3),
+    )
+    each(
+        ["S4_last1"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _check(results, "2,000 x 1M last-on-one-topic <= 2x floor", i, c, s, "floor", 2),
+    )
+    each(
+        ["S3"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _check(results, "1,000 x 100k <= 30x Kafka 4", i, c, s, "k4-uniform", 30),
+    )
+    each(
+        ["NU2"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _check(results, "NU2 <= 20x Kafka 4", i, c, s, "k4-uniform", 20),
+    )
+    each(
+        ["S4"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _check(results, "1M uniform within 2x of Java", i, c, s, JAVA_PEER[i], 2),
+    )
+    each(
+        ["S4_last1"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _check(results, "1M unequal <= Java", i, c, s, JAVA_PEER[i], 1),
+    )
+    each(
+        ["S20K"],
+        ["fresh", "leave", "join"],
+        lambda i, c, s: _aiokafka(results, i, c, s) if i == "kassign-sticky" else None,
+    )
     for impl in mine:
         out.extend(_quality(results, impl, case_names, steps))
     each(["S4", "S4_last1"], ["fresh", "leave", "join"], lambda i, c, s: _memory(results, i, c, s))
@@ -234,8 +293,9 @@ def _aiokafka(results: Results, impl: str, case: str, step: str) -> Target:
         return Target("N/A", f"{label}: not measured")
     if "medianMs" in theirs:
         x = theirs["medianMs"] / mine
-        return Target("PASS" if x >= 100 else "FAIL",
-                      f"{label}: {x:,.0f}x ({fmt_ms(theirs['medianMs'])} vs {fmt_ms(mine)} ms)")
+        return Target(
+            "PASS" if x >= 100 else "FAIL", f"{label}: {x:,.0f}x ({fmt_ms(theirs['medianMs'])} vs {fmt_ms(mine)} ms)"
+        )
     bound = _skip_seconds(theirs.get("skipped", ""))
     if bound is None:
         return Target("N/A", f"{label}: aiokafka {theirs.get('skipped') or theirs.get('error')}")
@@ -269,8 +329,13 @@ def _quality(results: Results, impl: str, case_names: list[str], steps: tuple[st
         return [Target("N/A", f"quality vs Kafka 4 / Java: {impl}: nothing to compare")]
     status = "FAIL" if worse else "PASS"
     detail = "; ".join(worse[:8]) + (f"; ... {len(worse) - 8} more" if len(worse) > 8 else "")
-    return [Target(status, f"quality (balance <= theirs, moved <= min of theirs): {impl} on {compared} case-steps"
-                   + (f": {detail}" if worse else ""))]
+    return [
+        Target(
+            status,
+            f"quality (balance <= theirs, moved <= min of theirs): {impl} on {compared} case-steps"
+            + (f": {detail}" if worse else ""),
+        )
+    ]
 
 
 def _memory(results: Results, impl: str, case: str, step: str) -> Target:
@@ -279,6 +344,7 @@ def _memory(results: Results, impl: str, case: str, step: str) -> Target:
     if r is None or r.get("peakBytes") is None or not r.get("resultBytes"):
         return Target("N/A", f"{label}: not measured")
     x = r["peakBytes"] / r["resultBytes"]
-    return Target("PASS" if x <= 2.5 else "FAIL",
-                  f"{label}: {x:.2f}x ({r['peakBytes'] / 2**20:,.0f} MiB peak, "
-                  f"{r['resultBytes'] / 2**20:,.0f} MiB result)")
+    return Target(
+        "PASS" if x <= 2.5 else "FAIL",
+        f"{label}: {x:.2f}x ({r['peakBytes'] / 2**20:,.0f} MiB peak, {r['resultBytes'] / 2**20:,.0f} MiB result)",
+    )

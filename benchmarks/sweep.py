@@ -23,18 +23,28 @@ from typing import Any
 from kassign.sim import SimConfig, make_scenario, simulate
 from kassign.spark.grid import expand_grid
 
-PAIRS = (("range", "eager"), ("sticky", "eager"), ("cooperative-sticky", "eager"),
-         ("cooperative-sticky", "cooperative"))
+PAIRS = (
+    ("range", "eager"),
+    ("sticky", "eager"),
+    ("cooperative-sticky", "eager"),
+    ("cooperative-sticky", "cooperative"),
+)
 KINDS = ("scale_out", "scale_in", "crash", "rolling_restart", "flap", "partition_increase", "random")
 CONFIG = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, "metadata_max_age_ms": 5000}
 
 
 def make_specs(n: int) -> list[dict[str, Any]]:
     """``n`` scenario specs cycling over the benchmark's axes (seeds grow as needed)."""
-    base = expand_grid({
-        "assignors": sorted({a for a, _ in PAIRS}), "protocols": ["eager", "cooperative"],
-        "members": [3, 6], "partitions": [24, 96], "scenarios": list(KINDS), "config": CONFIG,
-    })
+    base = expand_grid(
+        {
+            "assignors": sorted({a for a, _ in PAIRS}),
+            "protocols": ["eager", "cooperative"],
+            "members": [3, 6],
+            "partitions": [24, 96],
+            "scenarios": list(KINDS),
+            "config": CONFIG,
+        }
+    )
     specs = []
     for i, spec in zip(range(n), itertools.cycle(base)):
         specs.append(dict(spec, seed=i // len(base), scenario_id=i))
@@ -61,8 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     specs = make_specs(args.scenarios)
     sample = specs[: args.direct_sample]
-    print(f"{len(specs)} scenarios; baseline without Spark: {direct_rate(sample):.1f} scenarios/s "
-          f"(1 core, {len(sample)} scenarios)")
+    print(
+        f"{len(specs)} scenarios; baseline without Spark: {direct_rate(sample):.1f} scenarios/s "
+        f"(1 core, {len(sample)} scenarios)"
+    )
     print(f"{'master':<10} {'cores':>5} {'startup s':>10} {'wall s':>8} {'scen/s':>8} {'sim s':>8} {'Spark share':>12}")
     for master in args.masters.split(","):
         started = time.perf_counter()
@@ -74,8 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             spark.stop()
         share = 1 - result.task_s / (result.wall_s * cores)
-        print(f"{master:<10} {cores:>5} {startup:>10.1f} {result.wall_s:>8.1f} {len(specs) / result.wall_s:>8.1f} "
-              f"{result.task_s:>8.1f} {share:>11.0%}")
+        print(
+            f"{master:<10} {cores:>5} {startup:>10.1f} {result.wall_s:>8.1f} {len(specs) / result.wall_s:>8.1f} "
+            f"{result.task_s:>8.1f} {share:>11.0%}"
+        )
     return 0
 
 

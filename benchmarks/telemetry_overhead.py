@@ -37,8 +37,7 @@ SESSION_MS = 4000  # Tansu holds a first join for half the session timeout; keep
 def fill(bootstrap: str, topic: str, records: int) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                         "log_level": 3})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "log_level": 3})
     payload = b"x" * 100
     for i in range(records):
         while True:
@@ -63,15 +62,22 @@ def event_cost_us(out_dir: Path, events: int = 50_000) -> float:
     return cost
 
 
-def run_confluent(bootstrap: str, topic: str, records: int,
-                  recorder: RebalanceRecorder | None) -> tuple[float, float]:
+def run_confluent(bootstrap: str, topic: str, records: int, recorder: RebalanceRecorder | None) -> tuple[float, float]:
     from confluent_kafka import Consumer
 
     from kassign.telemetry.confluent_glue import close
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3,
-                         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "log_level": 3,
+            "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": 500,
+        }
+    )
     if recorder is None:
         consumer.subscribe([topic])
     else:
@@ -91,13 +97,19 @@ def run_confluent(bootstrap: str, topic: str, records: int,
     return rates
 
 
-async def _aiokafka(bootstrap: str, topic: str, records: int,
-                    recorder: RebalanceRecorder | None) -> tuple[float, float]:
+async def _aiokafka(
+    bootstrap: str, topic: str, records: int, recorder: RebalanceRecorder | None
+) -> tuple[float, float]:
     from aiokafka import AIOKafkaConsumer
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=f"bench-{uuid.uuid4().hex[:8]}",
-                                auto_offset_reset="earliest", enable_auto_commit=False,
-                                session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=f"bench-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=500,
+    )
     if recorder is not None:
         recorder.attach(consumer)
     consumer.subscribe([topic])
@@ -115,8 +127,7 @@ async def _aiokafka(bootstrap: str, topic: str, records: int,
     return rates
 
 
-def run_aiokafka(bootstrap: str, topic: str, records: int,
-                 recorder: RebalanceRecorder | None) -> tuple[float, float]:
+def run_aiokafka(bootstrap: str, topic: str, records: int, recorder: RebalanceRecorder | None) -> tuple[float, float]:
     return asyncio.run(_aiokafka(bootstrap, topic, records, recorder))
 
 
@@ -144,7 +155,7 @@ def _measure(args: argparse.Namespace, out_dir: Path) -> int:
             cpu: dict[str, list[float]] = {"plain": [], "recorded": []}
             for i in range(args.repeats):
                 # Alternate which mode goes first, so a warm-up or drift effect does not favour one.
-                for mode in (("plain", "recorded") if i % 2 == 0 else ("recorded", "plain")):
+                for mode in ("plain", "recorded") if i % 2 == 0 else ("recorded", "plain"):
                     recorder = None
                     if mode == "recorded":
                         recorder = RebalanceRecorder(out_dir / f"{client}-{i}.jsonl", member=f"{client}-{i}")
@@ -153,12 +164,16 @@ def _measure(args: argparse.Namespace, out_dir: Path) -> int:
                         recorder.close()
                     wall[mode].append(wall_rate)
                     cpu[mode].append(cpu_rate)
-                    print(f"{client:9s} {mode:8s} run {i + 1}: {wall_rate:10.0f} records/s, "
-                          f"{cpu_rate:10.0f} records per CPU-second")
+                    print(
+                        f"{client:9s} {mode:8s} run {i + 1}: {wall_rate:10.0f} records/s, "
+                        f"{cpu_rate:10.0f} records per CPU-second"
+                    )
             for label, rates in (("records/s", wall), ("records per CPU-s", cpu)):
                 plain, recorded = statistics.median(rates["plain"]), statistics.median(rates["recorded"])
-                print(f"{client:9s} {label}: median plain {plain:.0f}, recorded {recorded:.0f}, "
-                      f"ratio recorded/plain = {recorded / plain:.4f} (cost {100 * (1 - recorded / plain):+.2f}%)")
+                print(
+                    f"{client:9s} {label}: median plain {plain:.0f}, recorded {recorded:.0f}, "
+                    f"ratio recorded/plain = {recorded / plain:.4f} (cost {100 * (1 - recorded / plain):+.2f}%)"
+                )
     return 0
 
 

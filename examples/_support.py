@@ -54,8 +54,12 @@ def common_parser(description: str, *, seconds: float = 20.0) -> argparse.Argume
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092"))
     ap.add_argument("--seconds", type=float, default=seconds, help="run this long (at most 3600), then close cleanly")
-    ap.add_argument("-v", "--verbose", action="store_true",
-                    help="timestamps, and kassign's per-round detail (each generation's partitions)")
+    ap.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="timestamps, and kassign's per-round detail (each generation's partitions)",
+    )
     return ap
 
 

@@ -120,8 +120,12 @@ class App:
     def report(self) -> None:
         """One progress line: records processed so far, the partitions owned, the offsets committed."""
         owned = sorted(tp.partition for tp in self.consumer.assignment())
-        log.info("processed %d records so far; owns partitions %s; committed %d partitions' offsets",
-                 sum(self.processor.per_partition.values()), owned, len(self.committed))
+        log.info(
+            "processed %d records so far; owns partitions %s; committed %d partitions' offsets",
+            sum(self.processor.per_partition.values()),
+            owned,
+            len(self.committed),
+        )
 
 
 async def main_async(args: argparse.Namespace) -> dict:
@@ -139,8 +143,11 @@ async def main_async(args: argparse.Namespace) -> dict:
     app = App(consumer, commit_every=args.commit_every)
     consumer.subscribe([args.topic], listener=CommitOnRevoke(app))
     await consumer.start()
-    producing = asyncio.create_task(produce(args.bootstrap, args.topic, args.produce, args.seconds)) \
-        if args.produce > 0 else None
+    producing = (
+        asyncio.create_task(produce(args.bootstrap, args.topic, args.produce, args.seconds))
+        if args.produce > 0
+        else None
+    )
     try:
         await app.run(args.seconds)
     finally:
@@ -160,8 +167,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, default=6, help="when the topic has to be created")
     ap.add_argument("--group", default="kassign-example-processor")
     ap.add_argument("--name", default=f"processor-{os.getpid()}")
-    ap.add_argument("--produce", type=float, default=50.0,
-                    help="also feed the topic with this many records/s (default 50; 0: only consume)")
+    ap.add_argument(
+        "--produce",
+        type=float,
+        default=50.0,
+        help="also feed the topic with this many records/s (default 50; 0: only consume)",
+    )
     ap.add_argument("--commit-every", type=float, default=5.0, help="commit (and log progress) every N seconds")
     # Kafka's default minimum session timeout is 6 s; the embedded broker's tests use shorter ones.
     ap.add_argument("--session-ms", type=int, default=6000)

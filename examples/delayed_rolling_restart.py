@@ -36,8 +36,9 @@ def delayed_consumer_factory(delay_ms: int):
     """Consumers whose assignor holds a departed member's partitions back for ``delay_ms``."""
 
     def make(**config):
-        assignor = DelayedCooperativeStickyAssignor(scheduled_rebalance_max_delay_ms=delay_ms,
-                                                    worker_id=config["client_id"])
+        assignor = DelayedCooperativeStickyAssignor(
+            scheduled_rebalance_max_delay_ms=delay_ms, worker_id=config["client_id"]
+        )
         return CooperativeConsumer(partition_assignment_strategy=(assignor,), **config)
 
     return make
@@ -52,8 +53,15 @@ async def main_async(args) -> dict:
     topic, group_id = f"kassign-example-delayed-{suffix}", f"kassign-example-delayed-{suffix}"
     await create_topic(args.bootstrap, topic, args.partitions)
     timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms)
-    group = DemoGroup(args.bootstrap, group_id, topic, args.partitions, delayed_consumer_factory(args.delay_ms),
-                      protocol_name="delayed-cooperative-sticky", timing=timing)
+    group = DemoGroup(
+        args.bootstrap,
+        group_id,
+        topic,
+        args.partitions,
+        delayed_consumer_factory(args.delay_ms),
+        protocol_name="delayed-cooperative-sticky",
+        timing=timing,
+    )
     stream = KeyedStream(args.bootstrap, topic, group.ledger, rate=100).start()
     names = [f"m{i}" for i in range(1, args.members + 1)]
     deadline = time.monotonic() + args.seconds
@@ -83,9 +91,12 @@ async def main_async(args) -> dict:
     finally:
         await stream.stop()
         await group.close()
-    return {"topic": topic, "group": group_id, "bounces": bounces,
-            "records": {"produced": group.ledger.produced_count, "lost": lost,
-                        "duplicates": group.ledger.duplicates()}}
+    return {
+        "topic": topic,
+        "group": group_id,
+        "bounces": bounces,
+        "records": {"produced": group.ledger.produced_count, "lost": lost, "duplicates": group.ledger.duplicates()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,8 +58,10 @@ def snapshot(group: DemoGroup) -> dict:
     for name in group.live_members():
         member = group.members[name]
         protocol = getattr(member.consumer, "rebalance_protocol", None)
-        out[name] = {"protocol": protocol.name if protocol is not None else "EAGER (plain aiokafka)",
-                     "partitions": sorted(tp.partition for tp in member.owned)}
+        out[name] = {
+            "protocol": protocol.name if protocol is not None else "EAGER (plain aiokafka)",
+            "partitions": sorted(tp.partition for tp in member.owned),
+        }
     return out
 
 
@@ -68,8 +70,9 @@ async def main_async(args) -> dict:
     topic, group_id = f"kassign-example-upgrade-{suffix}", f"kassign-example-upgrade-{suffix}"
     await create_topic(args.bootstrap, topic, args.partitions)
     timing = GroupTiming(session_ms=args.session_ms, heartbeat_ms=args.heartbeat_ms)
-    group = DemoGroup(args.bootstrap, group_id, topic, args.partitions, eager_consumer, protocol_name="upgrade",
-                      timing=timing)
+    group = DemoGroup(
+        args.bootstrap, group_id, topic, args.partitions, eager_consumer, protocol_name="upgrade", timing=timing
+    )
     stream = KeyedStream(args.bootstrap, topic, group.ledger, rate=100).start()
     names = [f"m{i}" for i in range(1, args.members + 1)]
     deadline = time.monotonic() + args.seconds
@@ -99,8 +102,12 @@ async def main_async(args) -> dict:
     finally:
         await stream.stop()
         await group.close()
-    return {"topic": topic, "group": group_id, "stages": stages,
-            "records": {"produced": group.ledger.produced_count, "lost": lost}}
+    return {
+        "topic": topic,
+        "group": group_id,
+        "stages": stages,
+        "records": {"produced": group.ledger.produced_count, "lost": lost},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,25 +26,28 @@ from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssi
 log = logging.getLogger("mixed-group")
 
 
-def run_librdkafka_member(bootstrap: str, group: str, topic: str, stop: threading.Event, snapshot: threading.Event,
-                          report: dict) -> None:
+def run_librdkafka_member(
+    bootstrap: str, group: str, topic: str, stop: threading.Event, snapshot: threading.Event, report: dict
+) -> None:
     """A confluent-kafka consumer with cooperative-sticky; incremental callbacks keep its assignment.
 
     Its final assignment is taken when ``snapshot`` is set (while the aiokafka member is still in the
     group: once that one leaves, this one owns everything again)."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "client.id": "librdkafka-member",
-        "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": report["session_ms"],
-        "heartbeat.interval.ms": report["heartbeat_ms"],
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": True,
-        "log_level": 3,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": "librdkafka-member",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": report["session_ms"],
+            "heartbeat.interval.ms": report["heartbeat_ms"],
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": True,
+            "log_level": 3,
+        }
+    )
     owned: set[int] = set()
 
     def on_assign(c, partitions):
@@ -70,8 +73,9 @@ def run_librdkafka_member(bootstrap: str, group: str, topic: str, stop: threadin
         consumer.close()  # revokes and leaves the group
 
 
-async def run_aiokafka_member(bootstrap: str, group: str, topic: str, seconds: float, report: dict,
-                              snapshot: threading.Event, peer_report: dict) -> None:
+async def run_aiokafka_member(
+    bootstrap: str, group: str, topic: str, seconds: float, report: dict, snapshot: threading.Event, peer_report: dict
+) -> None:
     """kassign's CooperativeConsumer: the same protocol name, so it joins the librdkafka member's group."""
     consumer = CooperativeConsumer(
         bootstrap_servers=bootstrap,
@@ -108,9 +112,11 @@ async def main_async(args) -> dict:
     timing = {"session_ms": args.session_ms, "heartbeat_ms": args.heartbeat_ms}
     rdkafka, aio = dict(timing), dict(timing)
     stop, snapshot = threading.Event(), threading.Event()
-    thread = threading.Thread(target=run_librdkafka_member,
-                              args=(args.bootstrap, group, topic, stop, snapshot, rdkafka),
-                              name="librdkafka-member")
+    thread = threading.Thread(
+        target=run_librdkafka_member,
+        args=(args.bootstrap, group, topic, stop, snapshot, rdkafka),
+        name="librdkafka-member",
+    )
     thread.start()
     feeding = asyncio.create_task(produce(args.bootstrap, topic, 50, args.seconds))
     try:

@@ -43,8 +43,9 @@ async def wait_until(condition: Any, timeout: float, what: str, *, every: float 
         await asyncio.sleep(every)
 
 
-async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, timeout: float = 40.0,
-                                 stable_for: float = 1.0) -> list[set]:
+async def wait_consumers_settled(
+    consumers: Sequence[Any], partitions: set, timeout: float = 40.0, stable_for: float = 1.0
+) -> list[set]:
     """Wait until ``partitions`` have exactly one owner among ``consumers``, every consumer owns
     something, and that holds for ``stable_for`` seconds; returns each consumer's assignment, in order.
 
@@ -61,8 +62,14 @@ async def wait_consumers_settled(consumers: Sequence[Any], partitions: set, time
     return owned
 
 
-async def wait_consumers_held(consumers: Sequence[Any], partitions: Sequence[Any] | set, hold_s: float = 1.0,
-                              timeout: float = 60.0, *, balanced: bool = False) -> list[frozenset]:
+async def wait_consumers_held(
+    consumers: Sequence[Any],
+    partitions: Sequence[Any] | set,
+    hold_s: float = 1.0,
+    timeout: float = 60.0,
+    *,
+    balanced: bool = False,
+) -> list[frozenset]:
     """Poll ``consumers`` (``getmany``, so their loops run as an application's would) until every one
     of ``partitions`` is owned once, every consumer owns something (``balanced``: shares within one
     of each other -- a cooperative group passes through fully owned, unbalanced states between its
@@ -73,8 +80,11 @@ async def wait_consumers_held(consumers: Sequence[Any], partitions: Sequence[Any
     while time.monotonic() < deadline:
         owned = [frozenset(c.assignment()) for c in consumers]
         sizes = [len(o) for o in owned]
-        done = (sorted(tp for o in owned for tp in o) == sorted(partitions) and all(owned)
-                and (not balanced or max(sizes) - min(sizes) <= 1))
+        done = (
+            sorted(tp for o in owned for tp in o) == sorted(partitions)
+            and all(owned)
+            and (not balanced or max(sizes) - min(sizes) <= 1)
+        )
         if done and owned == last:
             if time.monotonic() - since >= hold_s:
                 return owned

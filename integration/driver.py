@@ -239,15 +239,41 @@ class GroupDriver:
 
     # -- members -------------------------------------------------------------------------------
 
-    def _member_command(self, kind: str, member_id: str, strategy: str, consumer_factory: Any, rack: str | None,
-                        kafka_clients: str | None, instance_id: str | None = None, hold: bool = False,
-                        slow_revoke_ms: int = 0, group_protocol: str | None = None,
-                        remote_assignor: str | None = None) -> list[str]:
+    def _member_command(
+        self,
+        kind: str,
+        member_id: str,
+        strategy: str,
+        consumer_factory: Any,
+        rack: str | None,
+        kafka_clients: str | None,
+        instance_id: str | None = None,
+        hold: bool = False,
+        slow_revoke_ms: int = 0,
+        group_protocol: str | None = None,
+        remote_assignor: str | None = None,
+    ) -> list[str]:
         t = self.timing
-        common = ["--bootstrap", self.bootstrap, "--group", self.group_id, "--topics", ",".join(self.topics),
-                  "--id", member_id, "--strategy", strategy, "--session-ms", str(t.session_ms),
-                  "--heartbeat-ms", str(t.heartbeat_ms), "--max-poll-ms", str(t.max_poll_ms),
-                  "--progress-ms", str(t.progress_ms)]
+        common = [
+            "--bootstrap",
+            self.bootstrap,
+            "--group",
+            self.group_id,
+            "--topics",
+            ",".join(self.topics),
+            "--id",
+            member_id,
+            "--strategy",
+            strategy,
+            "--session-ms",
+            str(t.session_ms),
+            "--heartbeat-ms",
+            str(t.heartbeat_ms),
+            "--max-poll-ms",
+            str(t.max_poll_ms),
+            "--progress-ms",
+            str(t.progress_ms),
+        ]
         if rack:
             common += ["--rack", rack]
         if t.process_ms[1] > 0:
@@ -283,8 +309,9 @@ class GroupDriver:
             version = kafka_clients or REFERENCE_KAFKA_CLIENTS
             if version not in self._java_classes:
                 self._java_classes[version] = compile_java(_JAVA_SOURCE, kafka_version=version)
-            return java_command(self._java_classes[version], "JavaMember", *common, heap=self.java_heap,
-                                kafka_version=version)
+            return java_command(
+                self._java_classes[version], "JavaMember", *common, heap=self.java_heap, kafka_version=version
+            )
         raise ValueError(f"unknown member kind {kind!r}; expected one of {MEMBER_KINDS}")
 
     def start_member(
@@ -323,16 +350,34 @@ class GroupDriver:
         if member_id in self._members:
             raise ValueError(f"member id {member_id!r} already used in group {self.group_id}")
         strategy_arg = strategy_argument(strategy)
-        cmd = self._member_command(kind, member_id, strategy_arg, consumer_factory, rack, kafka_clients,
-                                   instance_id, hold, slow_revoke_ms, group_protocol, remote_assignor)
+        cmd = self._member_command(
+            kind,
+            member_id,
+            strategy_arg,
+            consumer_factory,
+            rack,
+            kafka_clients,
+            instance_id,
+            hold,
+            slow_revoke_ms,
+            group_protocol,
+            remote_assignor,
+        )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.
         env.setdefault("JAVA_TOOL_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
         stderr_path = self.log_dir / f"{member_id}.stderr"
         with open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=_ROOT,
-                                    env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                cwd=_ROOT,
+                env=env,
+                start_new_session=True,
+            )
         member = _Member(member_id, kind, strategy_arg, proc, stderr_path)
         member.reader = threading.Thread(target=self._read, args=(member,), name=f"reader-{member_id}", daemon=True)
         self._members[member_id] = member
@@ -342,8 +387,11 @@ class GroupDriver:
 
     def wait_ready(self, member_id: str, timeout: float = 60.0) -> None:
         """Wait until a member started with ``hold=True`` reports ``ready``."""
-        self.wait_for(lambda events: any(e.id == member_id and e.ev == "ready" for e in events), timeout,
-                      f"member {member_id} ready")
+        self.wait_for(
+            lambda events: any(e.id == member_id and e.ev == "ready" for e in events),
+            timeout,
+            f"member {member_id} ready",
+        )
 
     def release_member(self, member_id: str) -> float:
         """Let a held member subscribe; returns the time of the signal."""
@@ -374,8 +422,12 @@ class GroupDriver:
         code = member.proc.wait()
         self._timeline.add(Event(member.member_id, time.time(), "exit", extra={"code": code}))
         if code != 0 and not member.crashed:
-            log.warning("member %s exited with code %s; stderr tail:\n%s", member.member_id, code,
-                        self.member_log(member.member_id))
+            log.warning(
+                "member %s exited with code %s; stderr tail:\n%s",
+                member.member_id,
+                code,
+                self.member_log(member.member_id),
+            )
 
     def stop_members(self, member_ids: Iterable[str], timeout: float = 20.0) -> dict[str, int]:
         """Close the given members cleanly, all at once (a scale-in); returns their exit codes.
@@ -418,8 +470,12 @@ class GroupDriver:
         release the replacement as soon as its consumer has closed (not when its interpreter or JVM
         has finished exiting, which is no part of a rebalance), then wait for the old process."""
         self.request_stop(member_id)
-        self.wait_for(lambda events: any(e.id == member_id and e.ev in ("closed", "exit") for e in events),
-                      timeout, f"{member_id} closed", poll_s=0.005)
+        self.wait_for(
+            lambda events: any(e.id == member_id and e.ev in ("closed", "exit") for e in events),
+            timeout,
+            f"{member_id} closed",
+            poll_s=0.005,
+        )
         self.release_member(replacement)
         self.stop_member(member_id)
 
@@ -460,18 +516,23 @@ class GroupDriver:
         try:
             return self._members[member_id]
         except KeyError:
-            raise KeyError(f"no member {member_id!r} in group {self.group_id}; members: {sorted(self._members)}"
-                           ) from None
+            raise KeyError(
+                f"no member {member_id!r} in group {self.group_id}; members: {sorted(self._members)}"
+            ) from None
 
     def live_members(self) -> list[str]:
         """Members whose process runs and that were not asked to stop."""
-        return sorted(m.member_id for m in self._members.values()
-                      if m.proc.poll() is None and not m.stopping and not m.crashed)
+        return sorted(
+            m.member_id for m in self._members.values() if m.proc.poll() is None and not m.stopping and not m.crashed
+        )
 
     def failed_members(self) -> list[str]:
         """Members that exited on their own (not stopped, not crashed on purpose)."""
-        return sorted(m.member_id for m in self._members.values()
-                      if m.proc.poll() is not None and not m.stopping and not m.crashed)
+        return sorted(
+            m.member_id
+            for m in self._members.values()
+            if m.proc.poll() is not None and not m.stopping and not m.crashed
+        )
 
     def member_kind(self, member_id: str) -> str:
         return self._member(member_id).kind
@@ -526,8 +587,9 @@ class GroupDriver:
             lines.append(f"  {e.t - t0:7.2f} {e.id} {e.ev}{detail}{' ' + str(extra) if extra else ''}")
         return "\n".join(lines)
 
-    def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float, what: str, *,
-                 poll_s: float = 0.1) -> list[Event]:
+    def wait_for(
+        self, predicate: Callable[[list[Event]], bool], timeout: float, what: str, *, poll_s: float = 0.1
+    ) -> list[Event]:
         """Poll the timeline every ``poll_s`` seconds until ``predicate(events)`` holds; raises
         TimeoutError describing the group."""
         deadline = time.monotonic() + timeout
@@ -539,12 +601,20 @@ class GroupDriver:
             if failed:
                 raise RuntimeError(f"{what}: member(s) {failed} exited unexpectedly\n{self.describe()}")
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"{what}: not reached within {timeout:.0f}s\n{self.describe()}\n"
-                                   f"last events:\n{self.recent_events()}")
+                raise TimeoutError(
+                    f"{what}: not reached within {timeout:.0f}s\n{self.describe()}\n"
+                    f"last events:\n{self.recent_events()}"
+                )
             time.sleep(poll_s)
 
-    def wait_settled(self, timeout: float = 15.0, *, stable_for: float = 0.5, require_every_member: bool = True,
-                     balanced: bool = False) -> dict[str, list[TopicPartition]]:
+    def wait_settled(
+        self,
+        timeout: float = 15.0,
+        *,
+        stable_for: float = 0.5,
+        require_every_member: bool = True,
+        balanced: bool = False,
+    ) -> dict[str, list[TopicPartition]]:
         """Wait until every partition has exactly one owner among the live members (and every live member
         owns something, by default), continuously for ``stable_for`` seconds; returns the assignment.
 
@@ -559,8 +629,9 @@ class GroupDriver:
             return not counts or max(counts) - min(counts) <= 1
 
         def settled(events: list[Event]) -> bool:
-            if not is_settled(events, self.partitions, self.live_members(), require_every_member=require_every_member) \
-                    or (balanced and not even(events)):
+            if not is_settled(
+                events, self.partitions, self.live_members(), require_every_member=require_every_member
+            ) or (balanced and not even(events)):
                 since.clear()
                 return False
             if not since:
@@ -573,8 +644,11 @@ class GroupDriver:
     def wait_all_processed(self, producer: KeyedProducer, timeout: float = 15.0) -> list[Event]:
         """Wait until every record ``producer`` had acknowledged shows up in some member's ``processed``."""
         produced = producer.produced()
-        return self.wait_for(lambda ev: not missing_records(ev, produced, self.topics[0]), timeout,
-                             f"all {sum(map(len, produced.values()))} produced records processed")
+        return self.wait_for(
+            lambda ev: not missing_records(ev, produced, self.topics[0]),
+            timeout,
+            f"all {sum(map(len, produced.values()))} produced records processed",
+        )
 
     def write_timeline(self, path: str | os.PathLike[str]) -> int:
         """Write the timeline as JSON lines (bare partition numbers when the group reads one topic)."""

@@ -19,8 +19,9 @@ CONSUMER = "kassign.adapters.aiokafka:CooperativeConsumer"
 COOPERATIVE = "kassign.adapters.aiokafka:CooperativeStickyAssignor"
 
 
-def consumer_config(bootstrap: str, group_id: str, protocol: str, *, session_ms: int, heartbeat_ms: int
-                    ) -> dict[str, Any]:
+def consumer_config(
+    bootstrap: str, group_id: str, protocol: str, *, session_ms: int, heartbeat_ms: int
+) -> dict[str, Any]:
     """``CooperativeConsumer`` keyword arguments giving the group ``session_ms`` and ``heartbeat_ms``
     on ``protocol``: the member's own settings (classic), or the group's on the broker, set here (consumer)."""
     if protocol == "consumer":
@@ -31,8 +32,9 @@ def consumer_config(bootstrap: str, group_id: str, protocol: str, *, session_ms:
     return {"group_protocol": "classic", "session_timeout_ms": session_ms, "heartbeat_interval_ms": heartbeat_ms}
 
 
-def group_driver(bootstrap: str, group_id: str, topics: str | list[str], protocol: str, timing: GroupTiming
-                 ) -> GroupDriver:
+def group_driver(
+    bootstrap: str, group_id: str, topics: str | list[str], protocol: str, timing: GroupTiming
+) -> GroupDriver:
     """A :class:`GroupDriver` whose members get ``timing``'s session timeout and heartbeat interval on
     ``protocol`` (on the consumer protocol the group's own, set on the broker before anyone joins)."""
     if protocol == "consumer":

@@ -69,8 +69,10 @@ class Overlap:
 
     def __str__(self) -> str:
         end = "now" if math.isinf(self.end) else f"{self.end:.3f}"
-        return (f"{self.partition.topic}:{self.partition.partition} owned by both {self.members[0]} and "
-                f"{self.members[1]} from {self.start:.3f} to {end} ({self.end - self.start:.3f}s)")
+        return (
+            f"{self.partition.topic}:{self.partition.partition} owned by both {self.members[0]} and "
+            f"{self.members[1]} from {self.start:.3f} to {end} ({self.end - self.start:.3f}s)"
+        )
 
 
 def _in_time_order(events: Iterable[Event]) -> list[Event]:
@@ -112,7 +114,7 @@ def double_ownership(events: Iterable[Event], *, tolerance: float = 0.0) -> list
     for tp in sorted(by_partition):
         intervals = by_partition[tp]  # ordered by start
         for i, a in enumerate(intervals):
-            for b in intervals[i + 1:]:
+            for b in intervals[i + 1 :]:
                 if b.start >= a.end:
                     break
                 if a.member == b.member:
@@ -137,7 +139,7 @@ def owners_at(events: Iterable[Event], t: float | None = None) -> dict[TopicPart
     owners: dict[TopicPartition, list[str]] = defaultdict(list)
     for i in ownership_intervals(events, until=t):
         # at the end of the timeline only still-open intervals count
-        if (math.isinf(i.end) if t is None else i.start <= t < i.end):
+        if math.isinf(i.end) if t is None else i.start <= t < i.end:
             owners[i.partition].append(i.member)
     return {tp: sorted(ms) for tp, ms in sorted(owners.items())}
 
@@ -151,8 +153,9 @@ def current_assignment(events: Iterable[Event], t: float | None = None) -> dict[
     return {m: sorted(ps) for m, ps in sorted(out.items())}
 
 
-def all_owned_at(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Sequence[str],
-                 after: float = 0.0) -> float:
+def all_owned_at(
+    events: Sequence[Event], partitions: Iterable[TopicPartition], members: Sequence[str], after: float = 0.0
+) -> float:
     """When every partition first had exactly one owner among ``members`` (by their callbacks), each
     member owning some, after ``after``; AssertionError when that never happened."""
     wanted = sorted(partitions)
@@ -166,8 +169,9 @@ def all_owned_at(events: Sequence[Event], partitions: Iterable[TopicPartition], 
     raise AssertionError("the partitions were never all owned")
 
 
-def _settle_problems(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Iterable[str],
-                     require_every_member: bool) -> list[str]:
+def _settle_problems(
+    events: Sequence[Event], partitions: Iterable[TopicPartition], members: Iterable[str], require_every_member: bool
+) -> list[str]:
     owners = owners_at(events)
     expected = set(members)
     problems = []
@@ -183,23 +187,34 @@ def _settle_problems(events: Sequence[Event], partitions: Iterable[TopicPartitio
     return problems
 
 
-def is_settled(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Iterable[str], *,
-               require_every_member: bool = True) -> bool:
+def is_settled(
+    events: Sequence[Event],
+    partitions: Iterable[TopicPartition],
+    members: Iterable[str],
+    *,
+    require_every_member: bool = True,
+) -> bool:
     """True when, at the end of the timeline, each partition has exactly one owner among ``members``
     (and, by default, every member owns something)."""
     return not _settle_problems(events, partitions, members, require_every_member)
 
 
-def assert_settled(events: Sequence[Event], partitions: Iterable[TopicPartition], members: Iterable[str], *,
-                   require_every_member: bool = True) -> None:
+def assert_settled(
+    events: Sequence[Event],
+    partitions: Iterable[TopicPartition],
+    members: Iterable[str],
+    *,
+    require_every_member: bool = True,
+) -> None:
     """Raise TimelineCheckError listing what is not settled (see :func:`is_settled`)."""
     problems = _settle_problems(events, partitions, members, require_every_member)
     if problems:
         raise TimelineCheckError("group not settled: " + "; ".join(problems[:20]))
 
 
-def processed_offsets(events: Iterable[Event],
-                      default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, Counter[int]]:
+def processed_offsets(
+    events: Iterable[Event], default_topic: str = DEFAULT_TOPIC
+) -> dict[TopicPartition, Counter[int]]:
     """Partition -> how many times each offset was processed (by any member)."""
     out: dict[TopicPartition, Counter[int]] = defaultdict(Counter)
     for _, tp, spans in processed_ranges(events, default_topic):
@@ -208,8 +223,9 @@ def processed_offsets(events: Iterable[Event],
     return dict(sorted(out.items()))
 
 
-def missing_records(events: Iterable[Event], produced: Mapping[TopicPartition, Iterable[int]],
-                    default_topic: str = DEFAULT_TOPIC) -> dict[TopicPartition, list[int]]:
+def missing_records(
+    events: Iterable[Event], produced: Mapping[TopicPartition, Iterable[int]], default_topic: str = DEFAULT_TOPIC
+) -> dict[TopicPartition, list[int]]:
     """Partition -> produced offsets that no member processed (only partitions with gaps)."""
     seen = processed_offsets(events, default_topic)
     out = {}
@@ -221,12 +237,15 @@ def missing_records(events: Iterable[Event], produced: Mapping[TopicPartition, I
     return out
 
 
-def assert_all_processed(events: Iterable[Event], produced: Mapping[TopicPartition, Iterable[int]],
-                         default_topic: str = DEFAULT_TOPIC) -> None:
+def assert_all_processed(
+    events: Iterable[Event], produced: Mapping[TopicPartition, Iterable[int]], default_topic: str = DEFAULT_TOPIC
+) -> None:
     """Raise TimelineCheckError if a produced record was never processed by any member."""
     missing = missing_records(events, produced, default_topic)
     if missing:
         total = sum(len(v) for v in missing.values())
-        shown = ", ".join(f"{tp.topic}:{tp.partition} {offs[:5]}{'...' if len(offs) > 5 else ''}"
-                          for tp, offs in list(missing.items())[:10])
+        shown = ", ".join(
+            f"{tp.topic}:{tp.partition} {offs[:5]}{'...' if len(offs) > 5 else ''}"
+            for tp, offs in list(missing.items())[:10]
+        )
         raise TimelineCheckError(f"{total} produced record(s) never processed: {shown}")

@@ -31,8 +31,9 @@ def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: fl
     raise TimeoutError(f"topic {topic!r} did not show {partitions} led partitions within {timeout}s (saw {seen})")
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, *, replication_factor: int = 1,
-                 timeout: float = 20.0) -> str:
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, *, replication_factor: int = 1, timeout: float = 20.0
+) -> str:
     """Create ``topic`` with ``partitions`` partitions and wait until it is usable; returns its name.
 
     An existing topic of the same name is an error: tests use fresh names.

@@ -32,9 +32,11 @@ class JavaUnavailable(BrokerUnavailable):
 def kafka_classpath(version: str = REFERENCE_KAFKA_CLIENTS) -> list[str]:
     """The jars of kafka-clients ``version`` (with its dependencies and slf4j-nop), from the cache or Maven Central."""
     try:
-        jars = resolve_jars(f"kafka-clients-{version}",
-                            [f"org.apache.kafka:kafka-clients:{version}", "org.slf4j:slf4j-nop:1.7.36"],
-                            label=f"kafka-clients {version}")
+        jars = resolve_jars(
+            f"kafka-clients-{version}",
+            [f"org.apache.kafka:kafka-clients:{version}", "org.slf4j:slf4j-nop:1.7.36"],
+            label=f"kafka-clients {version}",
+        )
     except BrokerUnavailable as exc:
         raise JavaUnavailable(str(exc)) from None
     return [str(j) for j in jars]
@@ -51,8 +53,11 @@ def _java_tool(name: str) -> str:
     return str(tool)
 
 
-def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike[str] | None = None,
-                 kafka_version: str = REFERENCE_KAFKA_CLIENTS) -> str:
+def compile_java(
+    *sources: str | os.PathLike[str],
+    build_root: str | os.PathLike[str] | None = None,
+    kafka_version: str = REFERENCE_KAFKA_CLIENTS,
+) -> str:
     """Compile Java sources against kafka-clients ``kafka_version``; returns the class directory (cached by
     content and version)."""
     srcs = [Path(s) for s in sources]
@@ -62,8 +67,15 @@ def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike
     if (out / ".ok").exists():
         return str(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [_java_tool("javac"), "-nowarn", "-d", str(out), "-cp", os.pathsep.join(kafka_classpath(kafka_version)),
-           *map(str, srcs)]
+    cmd = [
+        _java_tool("javac"),
+        "-nowarn",
+        "-d",
+        str(out),
+        "-cp",
+        os.pathsep.join(kafka_classpath(kafka_version)),
+        *map(str, srcs),
+    ]
     log.info("compiling %s against kafka-clients %s", " ".join(s.name for s in srcs), kafka_version)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -72,8 +84,9 @@ def compile_java(*sources: str | os.PathLike[str], build_root: str | os.PathLike
     return str(out)
 
 
-def java_command(class_dir: str, main_class: str, *args: str, heap: str = "2g",
-                 kafka_version: str = REFERENCE_KAFKA_CLIENTS) -> list[str]:
+def java_command(
+    class_dir: str, main_class: str, *args: str, heap: str = "2g", kafka_version: str = REFERENCE_KAFKA_CLIENTS
+) -> list[str]:
     """The argv that runs ``main_class`` from ``class_dir`` with kafka-clients ``kafka_version`` on the classpath."""
     cp = os.pathsep.join([class_dir, *kafka_classpath(kafka_version)])
     return [_java_tool("java"), f"-Xmx{heap}", "-cp", cp, main_class, *args]

@@ -44,7 +44,7 @@ def _partition(value: object, where: str) -> TopicPartition:
         topic, _, number = value.rpartition(":")
         value = [topic, number]
     if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str):
-        raise ValueError(f"{where}: a partition is [topic, number] or \"topic:number\", got {_short(value)}")
+        raise ValueError(f'{where}: a partition is [topic, number] or "topic:number", got {_short(value)}')
     partition: object = value[1]
     if isinstance(partition, str) and partition.strip().lstrip("-").isdigit() and len(partition) < 20:
         partition = int(partition)
@@ -57,7 +57,7 @@ def _partition(value: object, where: str) -> TopicPartition:
 
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _read_json(path: str | Path) -> object:
@@ -78,12 +78,15 @@ def _partition_counts(raw: object, path: str | Path) -> dict[str, int]:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"{path}: partition count of topic {topic!r} must be an integer >= 0, got {_short(n)}")
         if n > MAX_PARTITIONS_PER_TOPIC:
-            raise ValueError(f"{path}: topic {topic!r} has {n:,} partitions; at most "
-                             f"{MAX_PARTITIONS_PER_TOPIC:,} per topic are supported")
+            raise ValueError(
+                f"{path}: topic {topic!r} has {n:,} partitions; at most "
+                f"{MAX_PARTITIONS_PER_TOPIC:,} per topic are supported"
+            )
         counts[topic] = n
     if sum(counts.values()) > MAX_PARTITIONS_TOTAL:
-        raise ValueError(f"{path}: {sum(counts.values()):,} partitions in all; at most {MAX_PARTITIONS_TOTAL:,} "
-                         "are supported")
+        raise ValueError(
+            f"{path}: {sum(counts.values()):,} partitions in all; at most {MAX_PARTITIONS_TOTAL:,} are supported"
+        )
     return counts
 
 
@@ -99,8 +102,9 @@ def _subscription(name: str, member: str, spec: object, path: str | Path) -> Sub
         raise ValueError(f"{where}: 'owned_partitions' must be a list, got {_short(raw_owned)}")
     owned = [_partition(p, f"{where}: owned_partitions") for p in raw_owned]
     generation = spec.get("generation_id")
-    if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)
-                                   or not -1 <= generation < 2**31):
+    if generation is not None and (
+        isinstance(generation, bool) or not isinstance(generation, int) or not -1 <= generation < 2**31
+    ):
         raise ValueError(f"{where}: 'generation_id' must be an int32 or null, got {_short(generation)}")
     rack = spec.get("rack_id")
     if rack is not None and not isinstance(rack, str):
@@ -137,8 +141,9 @@ def load_scenario(path: str | Path) -> tuple[str, dict[str, int], dict[str, Subs
     partitions_per_topic = _partition_counts(raw.get("partitions_per_topic"), path)
     members = raw.get("subscriptions") or {}
     if not isinstance(members, dict):
-        raise ValueError(f"{path}: 'subscriptions' must be an object of member id -> subscription, "
-                         f"got {type(members).__name__}")
+        raise ValueError(
+            f"{path}: 'subscriptions' must be an object of member id -> subscription, got {type(members).__name__}"
+        )
     subscriptions = {member: _subscription(name, member, spec, path) for member, spec in members.items()}
     return name, partitions_per_topic, subscriptions, _partition_racks(raw.get("partition_racks"), path)
 
@@ -155,8 +160,9 @@ def run_scenario(path: str | Path) -> dict:
     return {
         "scenario": str(path),
         "assignor": name,
-        "assignment": {m: [f"{tp.topic}:{tp.partition}" for tp in sorted(parts)]
-                       for m, parts in sorted(result.items())},
+        "assignment": {
+            m: [f"{tp.topic}:{tp.partition}" for tp in sorted(parts)] for m, parts in sorted(result.items())
+        },
         "counts": counts,
         "spread": (max(counts.values()) - min(counts.values())) if counts else 0,
         "kept": sum(1 for tp, m in owned.items() if now.get(tp) == m),
@@ -175,18 +181,20 @@ def _print_text(report: dict) -> None:
     print(f"movement: {report['kept']} owned partitions kept, {report['moved_or_revoked']} moved or revoked")
     if report["changing_owner"]:
         label = "held back until revoked" if report["held_back"] else "changing owner"
-        print(f"{label} ({len(report['changing_owner'])}): "
-              + ", ".join(f"{tp} -> {m}" for tp, m in report["changing_owner"].items()))
+        print(
+            f"{label} ({len(report['changing_owner'])}): "
+            + ", ".join(f"{tp} -> {m}" for tp, m in report["changing_owner"].items())
+        )
 
 
 @handles_errors("assign")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of kassign assign; returns the exit code."""
-    parser = ArgumentParser(prog="kassign assign", description=DESCRIPTION,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(
+        prog="kassign assign", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario JSON file(s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (a list of them for several files)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (a list of them for several files)")
     args = parser.parse_args(argv)
     reports = [run_scenario(path) for path in args.scenarios]  # all checked before anything is printed
     if args.json:

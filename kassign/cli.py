@@ -36,12 +36,16 @@ OWN_VERSION = ("broker",)
 def _usage() -> str:
     lines = ["usage: kassign [-V] [-q | -v] [--log-level LEVEL] COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, _, help_) in COMMANDS.items()]
-    lines += ["", "options (also after the command):",
-              "  -V, --version      print kassign's version and exit",
-              "  -q, --quiet        errors only",
-              "  -v, --verbose      other libraries' logs, timestamps, and the traceback on errors",
-              "  --log-level LEVEL  DEBUG, INFO, WARNING or ERROR",
-              "", "kassign COMMAND --help describes a command."]
+    lines += [
+        "",
+        "options (also after the command):",
+        "  -V, --version      print kassign's version and exit",
+        "  -q, --quiet        errors only",
+        "  -v, --verbose      other libraries' logs, timestamps, and the traceback on errors",
+        "  --log-level LEVEL  DEBUG, INFO, WARNING or ERROR",
+        "",
+        "kassign COMMAND --help describes a command.",
+    ]
     return "\n".join(lines)
 
 
@@ -56,9 +60,11 @@ def _dispatch(name: str, rest: list[str]) -> int:
     try:
         entry = getattr(importlib.import_module(module), func)
     except ImportError as exc:
-        raise CLIError(f"not available: {exc}",
-                       "install the matching extra, e.g. pip install 'kassign[spark]' or 'kassign[demo]'",
-                       EXIT_INPUT) from exc
+        raise CLIError(
+            f"not available: {exc}",
+            "install the matching extra, e.g. pip install 'kassign[spark]' or 'kassign[demo]'",
+            EXIT_INPUT,
+        ) from exc
     return run_command(name, entry, rest)
 
 
@@ -77,8 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args else EXIT_INPUT
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"kassign: unknown command {name!r} (one of {', '.join(COMMANDS)}; see kassign --help)",
-              file=sys.stderr)
+        print(f"kassign: unknown command {name!r} (one of {', '.join(COMMANDS)}; see kassign --help)", file=sys.stderr)
         return EXIT_INPUT
     set_verbose(opts.verbose)
     configure_logging(opts)

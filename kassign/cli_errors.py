@@ -23,8 +23,18 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CLIError", "describe", "report", "run_command", "handles_errors", "set_verbose",
-           "EXIT_INPUT", "EXIT_RUNTIME", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE"]
+__all__ = [
+    "CLIError",
+    "describe",
+    "report",
+    "run_command",
+    "handles_errors",
+    "set_verbose",
+    "EXIT_INPUT",
+    "EXIT_RUNTIME",
+    "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
+]
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +49,7 @@ MAX_MESSAGE = 400
 _verbose = False
 
 # errno values that mean "the path the user gave is wrong", not "the machine failed".
-_INPUT_ERRNOS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
-                 errno.ELOOP}
+_INPUT_ERRNOS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP}
 
 
 class CLIError(Exception):
@@ -61,7 +70,7 @@ def set_verbose(verbose: bool) -> None:
 
 def _one_line(text: str) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
 
 
 def _os_error(exc: OSError, command: str) -> tuple[str, str, int]:
@@ -69,9 +78,13 @@ def _os_error(exc: OSError, command: str) -> tuple[str, str, int]:
     reason = exc.strerror or str(exc)
     what = f"{where}: {reason}" if where else reason
     if exc.errno in _INPUT_ERRNOS:
-        todos = {errno.ENOENT: "check the path", errno.EACCES: "check the file's permissions",
-                 errno.EPERM: "check the file's permissions", errno.EISDIR: "give a file, not a directory",
-                 errno.ENOTDIR: "check the path"}
+        todos = {
+            errno.ENOENT: "check the path",
+            errno.EACCES: "check the file's permissions",
+            errno.EPERM: "check the file's permissions",
+            errno.EISDIR: "give a file, not a directory",
+            errno.ENOTDIR: "check the path",
+        }
         return what, todos.get(exc.errno, "check the path"), EXIT_INPUT
     if exc.errno == errno.ENOSPC:
         return what, "free disk space and run it again", EXIT_RUNTIME
@@ -92,8 +105,11 @@ def describe(exc: BaseException, command: str) -> tuple[str, str, int]:
     if isinstance(exc, OverflowError):
         return f"number too large: {exc}", "use smaller values", EXIT_INPUT
     if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
-        return (f"truncated or corrupted compressed data: {exc or type(exc).__name__}",
-                "re-create or re-download the file", EXIT_INPUT)
+        return (
+            f"truncated or corrupted compressed data: {exc or type(exc).__name__}",
+            "re-create or re-download the file",
+            EXIT_INPUT,
+        )
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed JSON: {exc}", "fix the file", EXIT_INPUT
     if isinstance(exc, UnicodeDecodeError):
@@ -104,8 +120,11 @@ def describe(exc: BaseException, command: str) -> tuple[str, str, int]:
         return f"malformed YAML: {exc}", "fix the file", EXIT_INPUT
     if isinstance(exc, (ValueError, TypeError)):
         return str(exc) or type(exc).__name__, help_hint, EXIT_INPUT
-    return (f"unexpected {type(exc).__name__}: {exc}",
-            f"kassign --verbose {command} ... shows the traceback; please report it", EXIT_RUNTIME)
+    return (
+        f"unexpected {type(exc).__name__}: {exc}",
+        f"kassign --verbose {command} ... shows the traceback; please report it",
+        EXIT_RUNTIME,
+    )
 
 
 def _silence_stdout() -> None:
@@ -149,9 +168,12 @@ def run_command(command: str, entry: Callable[[Sequence[str]], Any], argv: Seque
 
 def handles_errors(command: str) -> Callable[[Callable[..., Any]], Callable[..., int]]:
     """Decorate a command's ``main(argv)`` so a direct call reports errors as ``kassign`` does."""
+
     def wrap(main: Callable[..., Any]) -> Callable[..., int]:
         @functools.wraps(main)
         def wrapped(argv: Sequence[str] | None = None) -> int:
             return run_command(command, main, sys.argv[1:] if argv is None else argv)
+
         return wrapped
+
     return wrap

@@ -21,9 +21,18 @@ from typing import NoReturn
 
 from kassign.cli_errors import EXIT_INPUT
 
-__all__ = ["GlobalOptions", "split_global_options", "configure_logging", "restore_logging", "libraries_verbose",
-           "ArgumentParser",
-           "finite_float", "bounded_int", "MAX_PARTITIONS_PER_TOPIC", "MAX_PARTITIONS_TOTAL"]
+__all__ = [
+    "GlobalOptions",
+    "split_global_options",
+    "configure_logging",
+    "restore_logging",
+    "libraries_verbose",
+    "ArgumentParser",
+    "finite_float",
+    "bounded_int",
+    "MAX_PARTITIONS_PER_TOPIC",
+    "MAX_PARTITIONS_TOTAL",
+]
 
 #: Bounds on what a command will build in memory (named in the error message when exceeded).
 MAX_PARTITIONS_PER_TOPIC = 1_000_000
@@ -172,10 +181,21 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         group = self.add_argument_group("global options (also before the command)")
         group.add_argument("-q", "--quiet", action="store_true", dest="_quiet", help="errors only")
-        group.add_argument("-v", "--verbose", action="store_true", dest="_verbose",
-                           help="other libraries' logs, timestamps, and the traceback on errors")
-        group.add_argument("--log-level", dest="_log_level", metavar="LEVEL", type=str.upper, choices=LEVELS,
-                           help="log level (DEBUG, INFO, WARNING, ERROR)")
+        group.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            dest="_verbose",
+            help="other libraries' logs, timestamps, and the traceback on errors",
+        )
+        group.add_argument(
+            "--log-level",
+            dest="_log_level",
+            metavar="LEVEL",
+            type=str.upper,
+            choices=LEVELS,
+            help="log level (DEBUG, INFO, WARNING, ERROR)",
+        )
 
     def error(self, message: str) -> NoReturn:
         """One line on stderr and exit 2 (argparse prints the whole usage)."""
@@ -184,9 +204,11 @@ class ArgumentParser(argparse.ArgumentParser):
         sys.exit(EXIT_INPUT)
 
 
-def finite_float(what: str, low: float = 0.0, high: float = math.inf, *,
-                 low_inclusive: bool = True) -> Callable[[str], float]:
+def finite_float(
+    what: str, low: float = 0.0, high: float = math.inf, *, low_inclusive: bool = True
+) -> Callable[[str], float]:
     """An argparse type: a finite float in [low, high] (``(low, high]`` without ``low_inclusive``)."""
+
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -198,11 +220,13 @@ def finite_float(what: str, low: float = 0.0, high: float = math.inf, *,
             bound = f"{'>=' if low_inclusive else '>'} {low:g}" + (f" and <= {high:g}" if high < math.inf else "")
             raise argparse.ArgumentTypeError(f"{what} must be {bound}, got {text}")
         return value
+
     return parse
 
 
 def bounded_int(what: str, low: int, high: int, why: str | None = None) -> Callable[[str], int]:
     """An argparse type: an integer in [low, high]; ``why`` replaces the default out-of-range message."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -213,4 +237,5 @@ def bounded_int(what: str, low: int, high: int, why: str | None = None) -> Calla
                 raise argparse.ArgumentTypeError(f"{what} {value}: {why}")
             raise argparse.ArgumentTypeError(f"{what} must be between {low:,} and {high:,}, got {value:,}")
         return value
+
     return parse

@@ -122,8 +122,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         strict = os.environ.get("KASSIGN_STRICT_TMP") == "1"
         terminalreporter.write_line(
             f"{len(left)} new kassign-* temporary director{'y' if len(left) == 1 else 'ies'} after the session"
-            f"{' (a failure under KASSIGN_STRICT_TMP=1)' if strict else ''}: " + ", ".join(left[:5])
-            + (" ..." if len(left) > 5 else ""), red=strict, yellow=not strict)
+            f"{' (a failure under KASSIGN_STRICT_TMP=1)' if strict else ''}: "
+            + ", ".join(left[:5])
+            + (" ..." if len(left) > 5 else ""),
+            red=strict,
+            yellow=not strict,
+        )
 
 
 def _in_version_matrix(nodeid: str) -> bool:
@@ -181,8 +185,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.both_protocols)
             if protocol == "consumer":
                 item.add_marker(pytest.mark.consumer_protocol)
-        if (item.get_closest_marker("consumer_protocol") or item.get_closest_marker("packaging")
-                or item.nodeid.startswith(_SECOND_TIER)):
+        if (
+            item.get_closest_marker("consumer_protocol")
+            or item.get_closest_marker("packaging")
+            or item.nodeid.startswith(_SECOND_TIER)
+        ):
             item.add_marker(pytest.mark.tier2)
 
 
@@ -198,8 +205,9 @@ def kafka_broker(pytestconfig: pytest.Config) -> Iterator[BrokerInfo]:
 def rack_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) -> Iterator[BrokerInfo]:
     """Three Apache Kafka brokers on racks r1, r2, r3 (one controller), for rack-aware assignment."""
     if kafka_broker.kind != "kafka":
-        pytest.skip("a local multi-broker cluster needs Apache Kafka from jars; "
-                    f"the session broker is {kafka_broker.kind}")
+        pytest.skip(
+            f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}"
+        )
     with start_kafka(version=kafka_broker.version, brokers=3, racks=("r1", "r2", "r3")) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info
@@ -211,8 +219,9 @@ def replicated_cluster(pytestconfig: pytest.Config, kafka_broker: BrokerInfo) ->
     three times (min.insync.replicas 2): a cluster that survives the loss of any node (coordinator
     failover); its handle kills and restarts nodes."""
     if kafka_broker.kind != "kafka":
-        pytest.skip("a local multi-broker cluster needs Apache Kafka from jars; "
-                    f"the session broker is {kafka_broker.kind}")
+        pytest.skip(
+            f"a local multi-broker cluster needs Apache Kafka from jars; the session broker is {kafka_broker.kind}"
+        )
     with start_kafka(version=kafka_broker.version, brokers=3, controllers=3, settings=replicated_settings(3)) as info:
         pytestconfig.stash.setdefault(_BROKERS_USED, []).append(info)
         yield info

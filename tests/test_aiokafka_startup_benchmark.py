@@ -43,9 +43,13 @@ def test_each_clients_coordinator_logs_the_join_line_it_is_timed_by(client: str)
 
 
 def test_the_aiokafka_preset_is_the_measured_median() -> None:
-    samples = [ms for client in ("kassign", "aiokafka")
-               for ms in json.loads((RESULTS / f"aiokafka-startup-2026-11-27-{client}.json").read_text())
-               ["subscribe_to_join_ms"]]
+    samples = [
+        ms
+        for client in ("kassign", "aiokafka")
+        for ms in json.loads((RESULTS / f"aiokafka-startup-2026-11-27-{client}.json").read_text())[
+            "subscribe_to_join_ms"
+        ]
+    ]
     assert len(samples) == 120
     assert round(statistics.median(samples), 1) == KAFKA44_PRESETS["aiokafka"]["startup_ms"]
 

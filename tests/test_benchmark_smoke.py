@@ -22,9 +22,26 @@ GENERATOR_DIGESTS = ROOT / "tests" / "data" / "kafka4_uniform_cases.sha256.json"
 def _quick_run(tmp_path: Path, cases: str, impls: str) -> tuple[str, list[dict]]:
     out = tmp_path / f"bench-{cases}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.assign", "--quick", "--cases", cases, "--impls", impls, "--timebox", "10",
-         "--case-dir", str(tmp_path / "cases"), "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.assign",
+            "--quick",
+            "--cases",
+            cases,
+            "--impls",
+            impls,
+            "--timebox",
+            "10",
+            "--case-dir",
+            str(tmp_path / "cases"),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout, json.loads(out.read_text())["results"]
@@ -41,8 +58,14 @@ def test_quick_run_prints_tables_and_valid_results(tmp_path: Path) -> None:
     rows += rows_last1
     timed = [r for r in rows if "medianMs" in r]
     assert {(r["impl"], r["case"]) for r in timed} >= {
-        ("floor", "S1"), ("kassign-sticky", "S1"), ("kassign-coop", "S1"), ("aiokafka-sticky", "S1"),
-        ("floor", "S1_last1"), ("kassign-sticky", "S1_last1"), ("kassign-coop", "S1_last1")}
+        ("floor", "S1"),
+        ("kassign-sticky", "S1"),
+        ("kassign-coop", "S1"),
+        ("aiokafka-sticky", "S1"),
+        ("floor", "S1_last1"),
+        ("kassign-sticky", "S1_last1"),
+        ("kassign-coop", "S1_last1"),
+    }
     for r in timed:
         assert r["medianMs"] > 0
         assert r["valid"] == "ok", r
@@ -73,7 +96,7 @@ def test_evaluate_flags_double_and_missing_assignment() -> None:
     members = case.step_members("fresh")
     ids = list(members)
     everything = [(t, p) for t, n in case.topics.items() for p in range(n)]
-    split = {m: everything[i::len(ids)] for i, m in enumerate(ids)}
+    split = {m: everything[i :: len(ids)] for i, m in enumerate(ids)}
     assert evaluate(case, members, split, None)["valid"] == "ok"
     doubled = {**split, ids[0]: split[ids[0]] + [split[ids[1]][0]]}
     assert "twice" in evaluate(case, members, doubled, None)["valid"]

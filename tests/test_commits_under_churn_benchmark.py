@@ -94,8 +94,10 @@ def test_pooled_figures_and_table_and_targets():
     assert (p["runs"], p["commits"], p["failed"], p["failed_per_run"]) == (2, 4, 2, [2, 0])
     assert p["lat_max_ms"] == 400.0 and p["lost"] == 1
     table = format_table({"kassign-classic": [a, b]}, {"java-cooperative": 1}, ["kassign-classic", "java-cooperative"])
-    assert ("| kassign classic | 2 | 4 | 2 (CommitFailedError 1, RebalanceInProgressError 1) | 1 | 10.0 / 400.0 / 400 "
-            "| 2 | 1 | 2 | 1 / 14 |") in table  # b had one commit (10 ms), no duplicate
+    assert (
+        "| kassign classic | 2 | 4 | 2 (CommitFailedError 1, RebalanceInProgressError 1) | 1 | 10.0 / 400.0 / 400 "
+        "| 2 | 1 | 2 | 1 / 14 |"
+    ) in table  # b had one commit (10 ms), no duplicate
     assert "| Java 3.9 cooperative-sticky | 0 (+1 failed) |" in table
     problems = target_problems({"kassign-classic": [a, b], "aiokafka-eager": [a]}, {"java-cooperative": 1})
     assert problems[0] == "java-cooperative: 1 run(s) failed"
@@ -124,19 +126,26 @@ def test_schedules_are_seeded_and_keep_the_group_within_its_bounds():
         change_schedule(1, 5, min_members=4, max_members=3)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--reps", "0"], "--reps must be at least 1, got 0"),
-    (["--changes", "0"], "--changes must be at least 1, got 0"),
-    (["--modes", "kassign-classic,nope"], "unknown mode(s) nope; choose from kassign-classic"),
-    (["--process-ms", "300,100"], "--process-ms takes MS or LO,HI"),
-    (["--min-members", "5"], "need 1 <= --min-members <= --max-members, got 5 and 4"),
-    (["--out", "/nonexistent-dir/x"], "--out: directory /nonexistent-dir does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--reps", "0"], "--reps must be at least 1, got 0"),
+        (["--changes", "0"], "--changes must be at least 1, got 0"),
+        (["--modes", "kassign-classic,nope"], "unknown mode(s) nope; choose from kassign-classic"),
+        (["--process-ms", "300,100"], "--process-ms takes MS or LO,HI"),
+        (["--min-members", "5"], "need 1 <= --min-members <= --max-members, got 5 and 4"),
+        (["--out", "/nonexistent-dir/x"], "--out: directory /nonexistent-dir does not exist"),
+    ],
+)
 def test_bad_command_lines_are_refused_in_one_line(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         parse_args(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     args = parse_args(["--modes", "java-cooperative,kassign-consumer"])
-    assert (args.reps, args.changes, args.modes, args.process_ms) == (5, 20, ["java-cooperative", "kassign-consumer"],
-                                                                      (100, 300))
+    assert (args.reps, args.changes, args.modes, args.process_ms) == (
+        5,
+        20,
+        ["java-cooperative", "kassign-consumer"],
+        (100, 300),
+    )

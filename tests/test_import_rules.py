@@ -33,13 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (files or folders the rule covers, module prefixes they must not import, why)
 RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (("kassign",), ("integration", "benchmarks"), "kassign is installed without integration/ and benchmarks/"),
-    (("kassign/assignors", "kassign/protocol", "kassign/membership", "kassign/timeline", "kassign/model.py"),
-     ("kassign.adapters", "kassign.sim", "kassign.demo", "integration"),
-     "the core knows no client, simulator, demo or test tooling"),
+    (
+        ("kassign/assignors", "kassign/protocol", "kassign/membership", "kassign/timeline", "kassign/model.py"),
+        ("kassign.adapters", "kassign.sim", "kassign.demo", "integration"),
+        "the core knows no client, simulator, demo or test tooling",
+    ),
     (("kassign/adapters",), ("kassign.sim",), "an adapter does not lean on the simulator"),
     (("kassign/adapters",), ("kassign.telemetry",), "telemetry observes the adapters, not the other way round"),
-    (("kassign/telemetry",), ("kassign.adapters.aiokafka.internals",),
-     "telemetry uses the adapter's public accessors, not its private internals"),
+    (
+        ("kassign/telemetry",),
+        ("kassign.adapters.aiokafka.internals",),
+        "telemetry uses the adapter's public accessors, not its private internals",
+    ),
     (("kassign",), ("kassign.sim.calibration",), "the calibration tooling is left out of the wheel"),
 ]
 
@@ -70,8 +75,12 @@ def imports_of(path: Path, root: Path = ROOT) -> Iterator[tuple[int, str]]:
             yield node.lineno, module
             for alias in node.names:  # `from kassign import sim` imports kassign.sim
                 yield node.lineno, f"{module}.{alias.name}"
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             if name in ("import_module", "__import__"):
@@ -108,29 +117,53 @@ def test_the_source_tree_keeps_its_import_rules():
     assert not violations(), "import rules broken:\n" + "\n".join(violations())
 
 
-@pytest.mark.parametrize(("where", "code", "expected"), [
-    ("kassign/timeline/x.py", "from integration.churn import check\n",
-     "kassign/timeline/x.py:1 imports integration.churn"),
-    ("kassign/telemetry/x.py", "def f():\n    import benchmarks.rebalance\n", "imports benchmarks.rebalance"),
-    ("kassign/assignors/x.py", "from kassign.adapters.aiokafka import CooperativeConsumer\n",
-     "kassign/assignors/x.py:1 imports kassign.adapters.aiokafka"),
-    ("kassign/protocol/x.py", "from ..sim import follow_up\n", "kassign/protocol/x.py:1 imports kassign.sim"),
-    ("kassign/model.py", "from kassign import demo\n", "kassign/model.py:1 imports kassign.demo"),
-    ("kassign/adapters/aiokafka/x.py", "import importlib\nimportlib.import_module('kassign.sim.member')\n",
-     "kassign/adapters/aiokafka/x.py:2 imports kassign.sim.member"),
-    ("kassign/membership/x.py", "from kassign.adapters.aiokafka import internals\n",
-     "kassign/membership/x.py:1 imports kassign.adapters.aiokafka"),
-    ("kassign/adapters/confluent.py", "from kassign.telemetry.recorder import RebalanceRecorder\n",
-     "kassign/adapters/confluent.py:1 imports kassign.telemetry.recorder"),
-    ("kassign/adapters/x.py", "from kassign.simulation_free import y\n", None),  # a prefix of a name is no match
-    ("kassign/sim/x.py", "from kassign.adapters.aiokafka import follow_up\n", None),  # allowed outside the core
-    ("kassign/telemetry/x.py", "from kassign.adapters.aiokafka.internals import group_id_of\n",
-     "kassign/telemetry/x.py:1 imports kassign.adapters.aiokafka.internals"),
-    ("kassign/telemetry/x.py", "from kassign.adapters.aiokafka import group_id_of\n", None),  # the public accessor
-    ("kassign/sim/replay.py", "from kassign.sim.calibration.benchmark import report\n",
-     "kassign/sim/replay.py:1 imports kassign.sim.calibration.benchmark"),
-    ("kassign/sim/calibration/fit.py", "from kassign.sim.calibration.benchmark import BenchRun\n", None),
-])
+@pytest.mark.parametrize(
+    ("where", "code", "expected"),
+    [
+        (
+            "kassign/timeline/x.py",
+            "from integration.churn import check\n",
+            "kassign/timeline/x.py:1 imports integration.churn",
+        ),
+        ("kassign/telemetry/x.py", "def f():\n    import benchmarks.rebalance\n", "imports benchmarks.rebalance"),
+        (
+            "kassign/assignors/x.py",
+            "from kassign.adapters.aiokafka import CooperativeConsumer\n",
+            "kassign/assignors/x.py:1 imports kassign.adapters.aiokafka",
+        ),
+        ("kassign/protocol/x.py", "from ..sim import follow_up\n", "kassign/protocol/x.py:1 imports kassign.sim"),
+        ("kassign/model.py", "from kassign import demo\n", "kassign/model.py:1 imports kassign.demo"),
+        (
+            "kassign/adapters/aiokafka/x.py",
+            "import importlib\nimportlib.import_module('kassign.sim.member')\n",
+            "kassign/adapters/aiokafka/x.py:2 imports kassign.sim.member",
+        ),
+        (
+            "kassign/membership/x.py",
+            "from kassign.adapters.aiokafka import internals\n",
+            "kassign/membership/x.py:1 imports kassign.adapters.aiokafka",
+        ),
+        (
+            "kassign/adapters/confluent.py",
+            "from kassign.telemetry.recorder import RebalanceRecorder\n",
+            "kassign/adapters/confluent.py:1 imports kassign.telemetry.recorder",
+        ),
+        ("kassign/adapters/x.py", "from kassign.simulation_free import y\n", None),  # a prefix of a name is no match
+        ("kassign/sim/x.py", "from kassign.adapters.aiokafka import follow_up\n", None),  # allowed outside the core
+        (
+            "kassign/telemetry/x.py",
+            "from kassign.adapters.aiokafka.internals import group_id_of\n",
+            "kassign/telemetry/x.py:1 imports kassign.adapters.aiokafka.internals",
+        ),
+        ("kassign/telemetry/x.py", "from kassign.adapters.aiokafka import group_id_of\n", None),  # the public accessor
+        (
+            "kassign/sim/replay.py",
+            "from kassign.sim.calibration.benchmark import report\n",
+            "kassign/sim/replay.py:1 imports kassign.sim.calibration.benchmark",
+        ),
+        ("kassign/sim/calibration/fit.py", "from kassign.sim.calibration.benchmark import BenchRun\n", None),
+    ],
+)
 def test_a_broken_rule_is_reported_by_file_line_and_import(tmp_path, where, code, expected):
     path = tmp_path / where
     path.parent.mkdir(parents=True, exist_ok=True)

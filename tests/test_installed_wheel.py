@@ -17,23 +17,37 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.broker, pytest.mark.packaging, pytest.mark.timeout(900)]
 
-PUBLIC_MODULES = ("kassign", "kassign.protocol", "kassign.assignors", "kassign.adapters.aiokafka", "kassign.placement",
-                  "kassign.broker", "kassign.sim", "kassign.telemetry", "kassign.demo", "kassign.timeline.metrics",
-                  "kassign.timeline.events")
+PUBLIC_MODULES = (
+    "kassign",
+    "kassign.protocol",
+    "kassign.assignors",
+    "kassign.adapters.aiokafka",
+    "kassign.placement",
+    "kassign.broker",
+    "kassign.sim",
+    "kassign.telemetry",
+    "kassign.demo",
+    "kassign.timeline.metrics",
+    "kassign.timeline.events",
+)
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
     res = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert res.returncode == 0, \
+    assert res.returncode == 0, (
         f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+    )
     return res
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     work = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(ROOT)], work,
-         dict(os.environ))
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(ROOT)],
+        work,
+        dict(os.environ),
+    )
     wheel = next((work / "dist").glob("kassign-*.whl"))
     venv.EnvBuilder(with_pip=True).create(work / "venv")
     bin_dir = work / "venv" / "bin"
@@ -46,12 +60,16 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
 
 def test_the_wheel_imports_every_public_module_from_site_packages(installed):
     bin_dir, env, work = installed
-    code = ("import importlib, kassign; mods = " + repr(PUBLIC_MODULES) +
-            "; [importlib.import_module(m) for m in mods]; print(kassign.__file__)")
+    code = (
+        "import importlib, kassign; mods = "
+        + repr(PUBLIC_MODULES)
+        + "; [importlib.import_module(m) for m in mods]; print(kassign.__file__)"
+    )
     out = _run([str(bin_dir / "python"), "-c", code], work, env).stdout.strip()
     assert "site-packages" in out and str(ROOT) not in out, out
-    res = subprocess.run([str(bin_dir / "python"), "-c", "import integration"], cwd=work, env=env,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import integration"], cwd=work, env=env, capture_output=True, text=True
+    )
     assert res.returncode != 0, "the wheel must not need (or ship) the repository's integration package"
 
 

@@ -1,5 +1,6 @@
-"""The repository passes its linter and kassign its type checker, as configured in pyproject.toml
-(``[tool.ruff]``, ``[tool.mypy]``): ``ruff check .`` and ``mypy`` (over ``kassign``; the core strictly).
+"""The repository passes its linter and formatter, and kassign its type checker, as configured in
+pyproject.toml (``[tool.ruff]``, ``[tool.mypy]``): ``ruff check .``, ``ruff format --check .`` and ``mypy``
+(over ``kassign``; the core strictly).
 No broker; about 20 s from a cold cache. Fix a finding in the code; a rule is loosened only in
 pyproject.toml, for the whole repository, with the reason beside it."""
 
@@ -19,6 +20,11 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_ruff_finds_nothing() -> None:
     res = _run("ruff", "check", ".", "--output-format", "concise")
     assert res.returncode == 0, f"ruff check . found:\n{res.stdout[-6000:]}{res.stderr[-2000:]}"
+
+
+def test_ruff_format_changes_nothing() -> None:
+    res = _run("ruff", "format", "--check", ".")
+    assert res.returncode == 0, f"ruff format --check . would reformat:\n{res.stdout[-6000:]}{res.stderr[-2000:]}"
 
 
 def test_mypy_finds_nothing() -> None:

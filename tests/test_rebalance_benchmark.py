@@ -47,8 +47,9 @@ PRODUCED = {P0: [0, 1, 2, 3, 4], P1: [0, 1, 2, 3, 4]}
 
 
 def test_measure_reads_a_scale_out_timeline():
-    row = measure("scale-out", "cooperative", TIMELINE, [10.0], 13.0, partitions=[P0, P1], produced=PRODUCED,
-                  steady_s=2.0)
+    row = measure(
+        "scale-out", "cooperative", TIMELINE, [10.0], 13.0, partitions=[P0, P1], produced=PRODUCED, steady_s=2.0
+    )
     assert row.unowned_ps == pytest.approx(1.0)  # partition 1 from 11 to 12
     assert row.settle_s == pytest.approx(2.0)
     assert (row.kept, row.moved) == (1, 1)
@@ -72,8 +73,10 @@ def _row(mode, unowned, settle):
 
 
 def test_table_shows_medians_failures_and_ratios_to_eager():
-    cells = {("process", "scale-out", "eager"): [_row("eager", u, 2.0) for u in (10.0, 30.0, 20.0)],
-             ("process", "scale-out", "cooperative"): [_row("cooperative", 5.0, 4.0)]}
+    cells = {
+        ("process", "scale-out", "eager"): [_row("eager", u, 2.0) for u in (10.0, 30.0, 20.0)],
+        ("process", "scale-out", "cooperative"): [_row("cooperative", 5.0, 4.0)],
+    }
     failures = {("process", "scale-out", "cooperative+fast-follow-up"): 2}
     table = format_table(cells, failures, ["process"], ["scale-out"], list(MODES))
     assert "| process | scale-out | eager | 3 | 20.00 |" in table  # the median of 10, 30, 20
@@ -95,9 +98,11 @@ def test_librdkafka_heartbeat_gaps_come_from_its_debug_log(tmp_path) -> None:  #
     from benchmarks.librdkafka_heartbeats import SKIP, heartbeat_gaps_ms
 
     sent = [100.0 + 0.3 * i for i in range(SKIP + 3)] + [103.0]
-    lines = [f"%7|{t:.3f}|HEARTBEAT|m1#consumer-1| [thrd:main]: GroupCoordinator/1: Heartbeat for group \"g\" "
-             f"generation id 3" for t in sent]
-    lines.insert(2, "%7|100.450|HEARTBEAT|m1#consumer-1| [thrd:main]: Group \"g\" heartbeat error response ...")
+    lines = [
+        f'%7|{t:.3f}|HEARTBEAT|m1#consumer-1| [thrd:main]: GroupCoordinator/1: Heartbeat for group "g" generation id 3'
+        for t in sent
+    ]
+    lines.insert(2, '%7|100.450|HEARTBEAT|m1#consumer-1| [thrd:main]: Group "g" heartbeat error response ...')
     log = tmp_path / "m1.stderr"
     log.write_text("\n".join(lines) + "\n")
     gaps = heartbeat_gaps_ms(log)
@@ -116,8 +121,10 @@ def test_librdkafka_heartbeats_refuses_a_bad_steady_stretch(capsys) -> None:  # 
 def test_spread_reports_mean_p90_median_max_and_rounds():
     from benchmarks.rebalance import format_spread, percentile, spread
 
-    runs = [RunResult("scale-out", "eager", u, 0, 0, 1, r, 12, 12, 0, 0, 0)
-            for u, r in [(0.1, 2), (0.2, 2), (0.3, 2), (0.4, 4), (2.0, 5)]]
+    runs = [
+        RunResult("scale-out", "eager", u, 0, 0, 1, r, 12, 12, 0, 0, 0)
+        for u, r in [(0.1, 2), (0.2, 2), (0.3, 2), (0.4, 4), (2.0, 5)]
+    ]
     sp = spread(runs)
     assert (sp.runs, sp.median, sp.max, sp.rounds) == (5, 0.3, 2.0, {2: 3, 4: 1, 5: 1})
     assert abs(sp.mean - 0.6) < 1e-9 and abs(sp.p90 - 1.36) < 1e-9  # 0.4 + 0.6 * (2.0 - 0.4)

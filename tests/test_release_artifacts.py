@@ -37,8 +37,9 @@ def test_the_changelog_s_newest_section_is_this_version() -> None:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    res = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, f"python -m build failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
     return out
 
@@ -58,8 +59,9 @@ def _metadata(wheel: Path) -> Message:
 def test_twine_check_passes_the_sdist_and_the_wheel(dist: Path) -> None:
     files = sorted(str(p) for p in dist.iterdir())
     assert len(files) == 2, files
-    res = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *files], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 CONFTEST = Path(__file__).with_name("conftest.py")
-TESTS = '''
+TESTS = """
 import os, tempfile
 
 def test_leaks():
@@ -27,7 +27,7 @@ def test_cleans_up():
 
 def test_makes_the_broker_lock_file():
     open(os.path.join(tempfile.gettempdir(), "kassign-broker.lock"), "w").close()  # a file, not a leftover
-'''
+"""
 
 
 def _session(tmp_path: Path, *args: str, strict: bool) -> subprocess.CompletedProcess[str]:
@@ -37,8 +37,14 @@ def _session(tmp_path: Path, *args: str, strict: bool) -> subprocess.CompletedPr
     private = tmp_path / "tmp"
     private.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(private), "KASSIGN_STRICT_TMP": "1" if strict else "0"}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_leftover_fails_a_strict_run_and_is_named(tmp_path: Path) -> None:
@@ -47,8 +53,10 @@ def test_a_leftover_fails_a_strict_run_and_is_named(tmp_path: Path) -> None:
     assert "3 passed" in run.stdout
     leaked = [p.name for p in (tmp_path / "tmp").glob("kassign-leak-*")]
     assert len(leaked) == 1
-    assert "1 new kassign-* temporary directory after the session (a failure under KASSIGN_STRICT_TMP=1)" \
-           in run.stdout and leaked[0] in run.stdout
+    assert (
+        "1 new kassign-* temporary directory after the session (a failure under KASSIGN_STRICT_TMP=1)" in run.stdout
+        and leaked[0] in run.stdout
+    )
 
 
 def test_a_leftover_is_only_reported_when_not_strict(tmp_path: Path) -> None:

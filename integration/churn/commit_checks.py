@@ -32,8 +32,16 @@ from integration.timeline_checks import OwnershipInterval, ownership_intervals
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 
-__all__ = ["COMMIT_EVENTS", "CommitReport", "OwnedStretch", "commit_reports", "owned_stretches", "kept_parts",
-           "failover_windows", "kept_commit_failures"]
+__all__ = [
+    "COMMIT_EVENTS",
+    "CommitReport",
+    "OwnedStretch",
+    "commit_reports",
+    "owned_stretches",
+    "kept_parts",
+    "failover_windows",
+    "kept_commit_failures",
+]
 
 #: Event kinds a member reports a commit with.
 COMMIT_EVENTS = frozenset({"commit", "commit_err"})
@@ -63,16 +71,26 @@ class CommitReport:
         # the member stamps its events to the millisecond; ``began`` it keeps to the microsecond
         ended = max(e.t, began)
         lat = e.extra.get("lat")
-        return cls(e.id, began, ended, e.ev == "commit", None if e.parts is None else tuple(e.parts),
-                   None if e.ev == "commit" else str(e.extra.get("error")), e.extra.get("why"),
-                   bool(e.extra.get("whole")),
-                   float(lat) if isinstance(lat, (int, float)) else (ended - began) * 1000.0)
+        return cls(
+            e.id,
+            began,
+            ended,
+            e.ev == "commit",
+            None if e.parts is None else tuple(e.parts),
+            None if e.ev == "commit" else str(e.extra.get("error")),
+            e.extra.get("why"),
+            bool(e.extra.get("whole")),
+            float(lat) if isinstance(lat, (int, float)) else (ended - began) * 1000.0,
+        )
 
 
 def commit_reports(events: Iterable[Event], members: Collection[str] | None = None) -> list[CommitReport]:
     """Every commit reported in ``events`` (of ``members`` only, when given), in the order they ended."""
-    return [CommitReport.from_event(e) for e in sorted(events, key=lambda e: e.t)
-            if e.ev in COMMIT_EVENTS and (members is None or e.id in members)]
+    return [
+        CommitReport.from_event(e)
+        for e in sorted(events, key=lambda e: e.t)
+        if e.ev in COMMIT_EVENTS and (members is None or e.id in members)
+    ]
 
 
 #: One member's ownership of one partition over [start, end), with the event kind that ended it.
@@ -88,14 +106,17 @@ def owned_stretches(events: Iterable[Event]) -> dict[tuple[str, TopicPartition],
     return dict(out)
 
 
-def kept_parts(commit: CommitReport, stretches: Mapping[tuple[str, TopicPartition], Sequence[OwnedStretch]]
-               ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+def kept_parts(
+    commit: CommitReport, stretches: Mapping[tuple[str, TopicPartition], Sequence[OwnedStretch]]
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
     """The commit's partitions its member kept through it, and the others (not owned when it was
     issued, given up while it was in flight, or lost)."""
     kept, other = [], []
     for tp in commit.parts or ():
-        held = any(s.start <= commit.began and s.end > commit.ended and s.ended_by != "cb_lost"
-                   for s in stretches.get((commit.member, tp), ()))
+        held = any(
+            s.start <= commit.began and s.end > commit.ended and s.ended_by != "cb_lost"
+            for s in stretches.get((commit.member, tp), ())
+        )
         (kept if held else other).append(tp)
     return kept, other
 
@@ -120,8 +141,12 @@ def _overlaps(start: float, end: float, windows: Iterable[Window]) -> bool:
     return any(w_start <= end and start <= w_end for w_start, w_end in windows)
 
 
-def kept_commit_failures(events: Sequence[Event], members: Collection[str] | None = None, *,
-                         zombie: Mapping[str, Sequence[Window]] | None = None) -> list[str]:
+def kept_commit_failures(
+    events: Sequence[Event],
+    members: Collection[str] | None = None,
+    *,
+    zombie: Mapping[str, Sequence[Window]] | None = None,
+) -> list[str]:
     """One line per failed commit of a kept partition (see the module docstring), for the commits of
     ``members`` (all when None); ``zombie``: member -> its zombie windows, whose commits are not judged."""
     stretches = owned_stretches(events)
@@ -136,6 +161,8 @@ def kept_commit_failures(events: Sequence[Event], members: Collection[str] | Non
         if kept and (c.whole or not other):
             shown = ", ".join(f"{tp.topic}:{tp.partition}" for tp in kept)
             given_up = f"; not kept: {', '.join(f'{tp.topic}:{tp.partition}' for tp in other)}" if other else ""
-            out.append(f"{c.member}'s commit ({c.why or 'commit'}, issued {c.began:.3f}, failed {c.ended:.3f} "
-                       f"after {c.latency_ms:.0f} ms) failed with {c.error} for partitions it kept: {shown}{given_up}")
+            out.append(
+                f"{c.member}'s commit ({c.why or 'commit'}, issued {c.began:.3f}, failed {c.ended:.3f} "
+                f"after {c.latency_ms:.0f} ms) failed with {c.error} for partitions it kept: {shown}{given_up}"
+            )
     return out

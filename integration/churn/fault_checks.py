@@ -92,8 +92,9 @@ def _covered(start: float, end: float, windows: Iterable[Window]) -> float:
     return total
 
 
-def split_overlaps(overlaps: Iterable[Overlap], windows: dict[str, list[Window]]
-                   ) -> tuple[list[tuple[Overlap, float]], float]:
+def split_overlaps(
+    overlaps: Iterable[Overlap], windows: dict[str, list[Window]]
+) -> tuple[list[tuple[Overlap, float]], float]:
     """Each overlap with its partition-seconds outside its members' zombie windows (only those with
     some), and the partition-seconds inside them."""
     counted, excused = [], 0.0
@@ -106,8 +107,9 @@ def split_overlaps(overlaps: Iterable[Overlap], windows: dict[str, list[Window]]
     return counted, excused
 
 
-def fault_report(events: Sequence[Event], overlaps: Iterable[Overlap], grace: float
-                 ) -> tuple[FaultReport, list[tuple[Overlap, float]]]:
+def fault_report(
+    events: Sequence[Event], overlaps: Iterable[Overlap], grace: float
+) -> tuple[FaultReport, list[tuple[Overlap, float]]]:
     """The faults in ``events`` and the double ownership left after excusing zombie windows."""
     ordered = sorted(events, key=lambda e: e.t)
     windows = zombie_windows(ordered, grace)
@@ -121,8 +123,10 @@ def fault_report(events: Sequence[Event], overlaps: Iterable[Overlap], grace: fl
             closing.discard(e.id)  # the same name started again
         if e.ev == "node_killed":
             report.failovers += 1
-            report.failovers_mid_rebalance += e.extra.get("group_state") in ("PREPARING_REBALANCING",
-                                                                            "COMPLETING_REBALANCING")
+            report.failovers_mid_rebalance += e.extra.get("group_state") in (
+                "PREPARING_REBALANCING",
+                "COMPLETING_REBALANCING",
+            )
         elif e.ev == "freeze":
             report.zombies += 1
             _judge_zombie(ordered, e, grace, report)

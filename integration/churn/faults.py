@@ -72,8 +72,13 @@ def _wait_rebalancing(admin: Any, group_id: str, timeout: float) -> str:
     return state
 
 
-def run_failover(pool: GroupPool, step: ChurnStep, cluster: BrokerInfo,
-                 partitions: Mapping[str, Sequence[TopicPartition]], settle_timeout: float) -> None:
+def run_failover(
+    pool: GroupPool,
+    step: ChurnStep,
+    cluster: BrokerInfo,
+    partitions: Mapping[str, Sequence[TopicPartition]],
+    settle_timeout: float,
+) -> None:
     """Start the step's rebalance, SIGKILL the coordinating node as soon as the broker reports the
     group rebalancing (a Kafka round takes some 20-300 ms here, so the kill follows the report at
     once), wait until another node coordinates the group, the group is stable there and settled
@@ -95,15 +100,18 @@ def run_failover(pool: GroupPool, step: ChurnStep, cluster: BrokerInfo,
         moved_to = cluster.coordinator_node(pool.group_id)
         while moved_to == node:  # until the controller has fenced the dead node and elected a leader
             if time.monotonic() > deadline:
-                raise TimeoutError(f"group {pool.group_id}: coordinator still node {node} {settle_timeout:.0f}s "
-                                   "after it was killed")
+                raise TimeoutError(
+                    f"group {pool.group_id}: coordinator still node {node} {settle_timeout:.0f}s after it was killed"
+                )
             time.sleep(0.1)
             moved_to = cluster.coordinator_node(pool.group_id)
         state = group_state(admin, pool.group_id)
         while state != "STABLE":
             if time.monotonic() > deadline:
-                raise TimeoutError(f"group {pool.group_id} not stable on node {moved_to} within {settle_timeout:.0f}s "
-                                   f"of the kill (state {state})")
+                raise TimeoutError(
+                    f"group {pool.group_id} not stable on node {moved_to} within {settle_timeout:.0f}s "
+                    f"of the kill (state {state})"
+                )
             time.sleep(0.1)
             state = group_state(admin, pool.group_id)
         pool.note(Event(CLUSTER, time.time(), "coordinator", extra={"node": moved_to, "group_state": state}))
@@ -114,8 +122,13 @@ def run_failover(pool: GroupPool, step: ChurnStep, cluster: BrokerInfo,
         pool.note(Event(CLUSTER, time.time(), "node_restarted", extra={"node": node, "took": round(took, 2)}))
 
 
-def run_zombie(pool: GroupPool, step: ChurnStep, timing: GroupTiming,
-               partitions: Mapping[str, Sequence[TopicPartition]], settle_timeout: float) -> None:
+def run_zombie(
+    pool: GroupPool,
+    step: ChurnStep,
+    timing: GroupTiming,
+    partitions: Mapping[str, Sequence[TopicPartition]],
+    settle_timeout: float,
+) -> None:
     """Freeze ``step.member`` (SIGSTOP) once the group has settled, for its session timeout plus
     ``fault_s`` seconds, resume it (SIGCONT) and wait until it has reported its late commit and
     the loss of its partitions (the judge says what is missing when that does not come)."""

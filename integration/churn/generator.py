@@ -38,8 +38,19 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["ACTIONS", "FAULT_ACTIONS", "FAULT_KINDS", "SUBSCRIPTIONS", "ChurnProfile", "PROFILES", "MemberSpec",
-           "ChurnStep", "ChurnSequence", "generate_sequence", "fault_sequence"]
+__all__ = [
+    "ACTIONS",
+    "FAULT_ACTIONS",
+    "FAULT_KINDS",
+    "SUBSCRIPTIONS",
+    "ChurnProfile",
+    "PROFILES",
+    "MemberSpec",
+    "ChurnStep",
+    "ChurnSequence",
+    "generate_sequence",
+    "fault_sequence",
+]
 
 ACTIONS = ("join", "leave", "crash", "restart_same", "restart_new", "resubscribe")
 #: Fault steps (fault profiles only).
@@ -96,15 +107,35 @@ class ChurnProfile:
 
 PROFILES: dict[str, ChurnProfile] = {
     # the regular suite: short sequences over small groups, Python members only
-    "small": ChurnProfile(min_members=2, max_members=3, min_steps=3, max_steps=5, partitions_a=4, partitions_b=2,
-                          confluent_probability=0.0, java_probability=0.0, settle_probability=0.7, rate=50.0),
+    "small": ChurnProfile(
+        min_members=2,
+        max_members=3,
+        min_steps=3,
+        max_steps=5,
+        partitions_a=4,
+        partitions_b=2,
+        confluent_probability=0.0,
+        java_probability=0.0,
+        settle_probability=0.7,
+        rate=50.0,
+    ),
     # the slow soak: groups of 2-8, sometimes with a librdkafka and a Java member
     "soak": ChurnProfile(),
     # the fault soak (issue 16): the soak's churn with coordinator failovers, zombies and slow revokers,
     # in groups of 2-6 (a 2-core machine also runs the three brokers)
-    "faults": ChurnProfile(min_members=2, max_members=6, min_steps=4, max_steps=8, partitions_a=6, partitions_b=3,
-                           settle_probability=0.7, rate=60.0, fault_probability=0.35,
-                           slow_revoker_probability=1.0, max_poll_ms=6000),
+    "faults": ChurnProfile(
+        min_members=2,
+        max_members=6,
+        min_steps=4,
+        max_steps=8,
+        partitions_a=6,
+        partitions_b=3,
+        settle_probability=0.7,
+        rate=60.0,
+        fault_probability=0.35,
+        slow_revoker_probability=1.0,
+        max_poll_ms=6000,
+    ),
 }
 
 
@@ -144,15 +175,21 @@ class ChurnStep:
     def __str__(self) -> str:
         if self.action == "failover":
             trigger = f"join {self.start}" if self.start is not None else f"leave {self.member}"
-            what = (f"failover: {trigger}, kill the coordinator during that rebalance, "
-                    f"restart it {self.fault_s:.1f}s after the group is stable again")
+            what = (
+                f"failover: {trigger}, kill the coordinator during that rebalance, "
+                f"restart it {self.fault_s:.1f}s after the group is stable again"
+            )
         elif self.action == "zombie":
             what = f"zombie {self.member}: SIGSTOP for the session timeout + {self.fault_s:.1f}s, SIGCONT"
         else:
-            what = {"join": f"join {self.start}", "leave": f"leave {self.member}", "crash": f"crash {self.member}",
-                    "restart_same": f"restart_same {self.member} -> {self.start}",
-                    "restart_new": f"restart_new {self.member} -> {self.start}",
-                    "resubscribe": f"resubscribe {self.member} -> {self.start}"}[self.action]
+            what = {
+                "join": f"join {self.start}",
+                "leave": f"leave {self.member}",
+                "crash": f"crash {self.member}",
+                "restart_same": f"restart_same {self.member} -> {self.start}",
+                "restart_new": f"restart_new {self.member} -> {self.start}",
+                "resubscribe": f"resubscribe {self.member} -> {self.start}",
+            }[self.action]
         return f"{what}; " + ("settle" if self.settle else f"gap {self.gap:.2f}s")
 
 
@@ -175,9 +212,11 @@ class ChurnSequence:
         return kinds
 
     def describe(self) -> str:
-        lines = [f"churn sequence seed={self.seed} profile={self.profile_name} "
-                 f"(partitions a={self.profile.partitions_a} b={self.profile.partitions_b})",
-                 "  start " + " ".join(map(str, self.initial))]
+        lines = [
+            f"churn sequence seed={self.seed} profile={self.profile_name} "
+            f"(partitions a={self.profile.partitions_a} b={self.profile.partitions_b})",
+            "  start " + " ".join(map(str, self.initial)),
+        ]
         lines += [f"  {i}. {step}" for i, step in enumerate(self.steps, 1)]
         if self.profile_name.startswith("fault:"):
             replay = f"fault_sequence({self.profile_name[6:]!r}, {self.seed}) in integration.churn.generator"
@@ -221,8 +260,7 @@ def generate_sequence(seed: int, profile: str | ChurnProfile = "soak") -> ChurnS
         kinds[2] = "java"
     # a slow revoker, when drawn, is the first aiokafka member after the first (which stays plain)
     slow_at = next((i for i, kind in enumerate(kinds) if i > 0 and kind == "aiokafka"), None)
-    slow = (slow_at if shape.slow_revoker_probability > 0 and rng.random() < shape.slow_revoker_probability
-            else None)
+    slow = slow_at if shape.slow_revoker_probability > 0 and rng.random() < shape.slow_revoker_probability else None
     initial = tuple(MemberSpec(new_name(), kind, subscription(), slow_revoke=i == slow) for i, kind in enumerate(kinds))
     live: dict[str, MemberSpec] = {m.name: m for m in initial}
 
@@ -231,9 +269,12 @@ def generate_sequence(seed: int, profile: str | ChurnProfile = "soak") -> ChurnS
         if shape.fault_probability > 0 and rng.random() < shape.fault_probability:
             steps.append(_fault_step(rng, live, shape, new_name, subscription))
             continue
-        allowed = [a for a in ACTIONS
-                   if not (a == "join" and len(live) >= shape.max_members)
-                   and not (a in ("leave", "crash") and len(live) <= shape.min_members)]
+        allowed = [
+            a
+            for a in ACTIONS
+            if not (a == "join" and len(live) >= shape.max_members)
+            and not (a in ("leave", "crash") and len(live) <= shape.min_members)
+        ]
         action = rng.choice(allowed)
         settle = rng.random() < shape.settle_probability
         gap = 0.0 if settle else round(rng.uniform(0.2, 1.5), 2)
@@ -255,16 +296,17 @@ def generate_sequence(seed: int, profile: str | ChurnProfile = "soak") -> ChurnS
             del live[target.name]
             live[start.name] = start
         else:  # resubscribe
-            start = MemberSpec(target.name, target.kind, "a" if target.subscription == "ab" else "ab",
-                               target.slow_revoke)
+            start = MemberSpec(
+                target.name, target.kind, "a" if target.subscription == "ab" else "ab", target.slow_revoke
+            )
             live[target.name] = start
         steps.append(ChurnStep(action, target.name, start, settle, gap))
     return ChurnSequence(seed, profile_name, shape, initial, tuple(steps))
 
 
-
-def _fault_step(rng: random.Random, live: dict[str, MemberSpec], shape: ChurnProfile, new_name, subscription
-                ) -> ChurnStep:
+def _fault_step(
+    rng: random.Random, live: dict[str, MemberSpec], shape: ChurnProfile, new_name, subscription
+) -> ChurnStep:
     """A fault step on the group ``live`` (updated in place when the failover's trigger changes it)."""
     settle = rng.random() < shape.settle_probability
     gap = 0.0 if settle else round(rng.uniform(0.2, 1.5), 2)
@@ -283,9 +325,21 @@ def _fault_step(rng: random.Random, live: dict[str, MemberSpec], shape: ChurnPro
 
 
 #: The regular suite's fault sequences: small groups, one fault kind each.
-_FAULT_SHAPE = ChurnProfile(min_members=2, max_members=3, min_steps=1, max_steps=2, partitions_a=4, partitions_b=2,
-                            confluent_probability=0.0, java_probability=0.0, settle_probability=1.0, rate=50.0,
-                            fault_probability=1.0, slow_revoker_probability=1.0, max_poll_ms=6000)
+_FAULT_SHAPE = ChurnProfile(
+    min_members=2,
+    max_members=3,
+    min_steps=1,
+    max_steps=2,
+    partitions_a=4,
+    partitions_b=2,
+    confluent_probability=0.0,
+    java_probability=0.0,
+    settle_probability=1.0,
+    rate=50.0,
+    fault_probability=1.0,
+    slow_revoker_probability=1.0,
+    max_poll_ms=6000,
+)
 
 
 def fault_sequence(kind: str, seed: int = 0) -> ChurnSequence:

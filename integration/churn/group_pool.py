@@ -27,10 +27,22 @@ class GroupPool:
     same group; the timeline is all drivers' events merged.
     """
 
-    def __init__(self, bootstrap: str, group_id: str, topics: Mapping[str, str], timing: GroupTiming,
-                 log_dir: Path, slow_revoke_ms: int = 0) -> None:
-        self.bootstrap, self.group_id, self.topics, self.timing, self.log_dir = \
-            bootstrap, group_id, topics, timing, log_dir
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        topics: Mapping[str, str],
+        timing: GroupTiming,
+        log_dir: Path,
+        slow_revoke_ms: int = 0,
+    ) -> None:
+        self.bootstrap, self.group_id, self.topics, self.timing, self.log_dir = (
+            bootstrap,
+            group_id,
+            topics,
+            timing,
+            log_dir,
+        )
         self.slow_revoke_ms = slow_revoke_ms
         self._drivers: list[tuple[str, GroupDriver, set[str]]] = []
         self.current: dict[str, tuple[MemberSpec, GroupDriver]] = {}
@@ -38,8 +50,13 @@ class GroupPool:
 
     def _new_driver(self, subscription: str) -> tuple[str, GroupDriver, set[str]]:
         topics = [self.topics[role] for role in SUBSCRIPTIONS[subscription]]
-        driver = GroupDriver(self.bootstrap, self.group_id, topics, timing=self.timing,
-                             log_dir=self.log_dir / f"driver{len(self._drivers)}")
+        driver = GroupDriver(
+            self.bootstrap,
+            self.group_id,
+            topics,
+            timing=self.timing,
+            log_dir=self.log_dir / f"driver{len(self._drivers)}",
+        )
         self._drivers.append((subscription, driver, set()))
         return self._drivers[-1]
 
@@ -52,9 +69,13 @@ class GroupPool:
     def start(self, spec: MemberSpec) -> None:
         driver = self._driver_for(spec)
         if spec.kind == "aiokafka":
-            driver.start_member("aiokafka", "kassign.adapters.aiokafka:CooperativeStickyAssignor",
-                                member_id=spec.name, consumer_factory="kassign.adapters.aiokafka:CooperativeConsumer",
-                                slow_revoke_ms=self.slow_revoke_ms if spec.slow_revoke else 0)
+            driver.start_member(
+                "aiokafka",
+                "kassign.adapters.aiokafka:CooperativeStickyAssignor",
+                member_id=spec.name,
+                consumer_factory="kassign.adapters.aiokafka:CooperativeConsumer",
+                slow_revoke_ms=self.slow_revoke_ms if spec.slow_revoke else 0,
+            )
         else:
             driver.start_member(spec.kind, _STRATEGY_BY_KIND[spec.kind], member_id=spec.name)
         self.current[spec.name] = (spec, driver)
@@ -112,8 +133,9 @@ class GroupPool:
                 raise TimeoutError(f"{what}: not within {timeout:.0f}s: " + "; ".join(problems[:10]))
             time.sleep(0.1)
 
-    def wait_settled(self, partitions: Mapping[str, Sequence[TopicPartition]], timeout: float,
-                     stable_for: float = 0.5) -> float:
+    def wait_settled(
+        self, partitions: Mapping[str, Sequence[TopicPartition]], timeout: float, stable_for: float = 0.5
+    ) -> float:
         """Wait until the group is settled continuously for ``stable_for`` seconds; returns when it settled."""
         since: list[float] = []
 

@@ -29,12 +29,22 @@ from integration.timeline_checks import (
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event
 
-__all__ = ["settle_problems", "excused_partitions", "unowned_partition_seconds", "hung_closes", "ChurnResult",
-           "ChurnFailure", "churn_problems", "analyse", "check"]
+__all__ = [
+    "settle_problems",
+    "excused_partitions",
+    "unowned_partition_seconds",
+    "hung_closes",
+    "ChurnResult",
+    "ChurnFailure",
+    "churn_problems",
+    "analyse",
+    "check",
+]
 
 
-def settle_problems(events: Sequence[Event], live: Mapping[str, Iterable[str]],
-                    partitions: Mapping[str, Sequence[TopicPartition]]) -> list[str]:
+def settle_problems(
+    events: Sequence[Event], live: Mapping[str, Iterable[str]], partitions: Mapping[str, Sequence[TopicPartition]]
+) -> list[str]:
     """Why the group is not settled at the end of ``events`` (empty when it is).
 
     ``live``: live member -> topics it subscribes to; ``partitions``: topic -> its partitions.
@@ -130,8 +140,9 @@ def _measure(segments: list[tuple[float, float]]) -> float:
     return total
 
 
-def _reader_intervals(events: Sequence[Event], partitions: Mapping[str, Sequence[TopicPartition]]
-                      ) -> dict[str, list[tuple[float, float]]]:
+def _reader_intervals(
+    events: Sequence[Event], partitions: Mapping[str, Sequence[TopicPartition]]
+) -> dict[str, list[tuple[float, float]]]:
     """Topic -> intervals in which some member subscribed to it was alive (subscribed .. closing/exit/crash)."""
     since: dict[str, tuple[float, list[str]]] = {}
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -148,8 +159,9 @@ def _reader_intervals(events: Sequence[Event], partitions: Mapping[str, Sequence
     return out
 
 
-def unowned_partition_seconds(events: Sequence[Event], partitions: Mapping[str, Sequence[TopicPartition]],
-                              start: float, end: float) -> float:
+def unowned_partition_seconds(
+    events: Sequence[Event], partitions: Mapping[str, Sequence[TopicPartition]], start: float, end: float
+) -> float:
     """Partition-seconds within [start, end] in which a partition had no owner although a live member
     read its topic: what churn costs in availability."""
     readers = _reader_intervals(events, partitions)
@@ -165,7 +177,6 @@ def unowned_partition_seconds(events: Sequence[Event], partitions: Mapping[str, 
             covered = [(max(a, s), min(b, e)) for a, b in owned[tp] for s, e in needed if min(b, e) > max(a, s)]
             total += need - _measure(covered)
     return total
-
 
 
 @dataclass
@@ -205,22 +216,26 @@ class ChurnResult:
 
     def summary(self) -> str:
         stalled = "STALLED, " if self.stalled else ""
-        return (f"seed {self.sequence.seed}: {stalled}{len(self.sequence.steps)} steps, "
-                f"{self.generations} generations, {self.records} records ({self.unread} unread), "
-                f"double-owned {self.double_owned_ps:.3f} ps, unowned {self.unowned_ps:.1f} ps, "
-                f"duplicates {self.duplicates} (unexcused "
-                f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
-                f"{self.duration:.1f}s" + self._fault_summary())
+        return (
+            f"seed {self.sequence.seed}: {stalled}{len(self.sequence.steps)} steps, "
+            f"{self.generations} generations, {self.records} records ({self.unread} unread), "
+            f"double-owned {self.double_owned_ps:.3f} ps, unowned {self.unowned_ps:.1f} ps, "
+            f"duplicates {self.duplicates} (unexcused "
+            f"{sum(self.unexcused_duplicates.values())}), lost {sum(len(v) for v in self.lost.values())}, "
+            f"{self.duration:.1f}s" + self._fault_summary()
+        )
 
     def _fault_summary(self) -> str:
         f = self.faults
         if not (f.failovers or f.zombies or f.slow_revocations):
             return ""
-        return (f"; faults: {f.failovers} failover(s) ({f.failovers_mid_rebalance} mid-rebalance), "
-                f"{f.zombies} zombie(s) ({f.late_commits_rejected} late commits rejected), "
-                f"{f.slow_revocations} slow revocation(s) ({f.slow_in_rebalance} in a rebalance, "
-                f"{f.slow_revokers_expelled} expelled), "
-                f"zombie-window double-owned {f.zombie_ps:.3f} ps")
+        return (
+            f"; faults: {f.failovers} failover(s) ({f.failovers_mid_rebalance} mid-rebalance), "
+            f"{f.zombies} zombie(s) ({f.late_commits_rejected} late commits rejected), "
+            f"{f.slow_revocations} slow revocation(s) ({f.slow_in_rebalance} in a rebalance, "
+            f"{f.slow_revokers_expelled} expelled), "
+            f"zombie-window double-owned {f.zombie_ps:.3f} ps"
+        )
 
 
 class ChurnFailure(AssertionError):
@@ -233,8 +248,9 @@ def churn_problems(result: ChurnResult) -> list[str]:
     if result.stalled:
         problems.append(f"group did not settle (lost records not checked): {result.stalled}")
     if result.double_owned_ps > 0:
-        problems.append(f"{result.double_owned_ps:.3f} double-owned partition-seconds: "
-                        + "; ".join(result.overlaps[:5]))
+        problems.append(
+            f"{result.double_owned_ps:.3f} double-owned partition-seconds: " + "; ".join(result.overlaps[:5])
+        )
     if result.lost:
         shown = ", ".join(f"{tp.topic}:{tp.partition} {offs[:5]}" for tp, offs in list(result.lost.items())[:5])
         problems.append(f"{sum(len(v) for v in result.lost.values())} record(s) never processed: {shown}")
@@ -249,13 +265,21 @@ def churn_problems(result: ChurnResult) -> list[str]:
     problems += result.faults.problems
     return problems
 
+
 def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartition]], *, grace: float = 1.5) -> None:
     """Fill ``result``'s measurements from its timeline (``partitions``: topic -> its partitions;
     ``grace``: how soon after resuming, or after its slow callback, a zombie must hear it lost its
     partitions, in seconds: the members' session timeout)."""
     events = result.events
-    result.generations = len({e.extra["gen"] for e in events if isinstance(e.extra.get("gen"), int)
-                              and e.extra["gen"] >= 0 and e.ev in ("cb_assigned", "cb_revoked", "sync")})
+    result.generations = len(
+        {
+            e.extra["gen"]
+            for e in events
+            if isinstance(e.extra.get("gen"), int)
+            and e.extra["gen"] >= 0
+            and e.ev in ("cb_assigned", "cb_revoked", "sync")
+        }
+    )
     result.faults, counted = fault_report(events, double_ownership(events), grace)
     result.hung = hung_closes(events)
     # kassign's members only: the librdkafka and Java peers' commits are theirs to answer for
@@ -264,8 +288,10 @@ def analyse(result: ChurnResult, partitions: Mapping[str, Sequence[TopicPartitio
     kassign = {spec.name for spec in specs if spec.kind == "aiokafka"}
     result.failed_kept_commits = kept_commit_failures(events, kassign, zombie=zombie_windows(events, grace))
     result.double_owned_ps = sum(outside for _, outside in counted)
-    result.overlaps = [f"{o} ({outside:.3f}s outside zombie windows)" if outside < o.end - o.start - 1e-9 else str(o)
-                       for o, outside in counted]
+    result.overlaps = [
+        f"{o} ({outside:.3f}s outside zombie windows)" if outside < o.end - o.start - 1e-9 else str(o)
+        for o, outside in counted
+    ]
     result.unowned_ps = unowned_partition_seconds(events, partitions, *result.settled_at)
     result.lost = missing_records(events, result.produced)
     result.excused = excused_partitions(events)
@@ -282,5 +308,13 @@ def check(result: ChurnResult) -> None:
     """Raise ChurnFailure (seed, sequence, problems, timeline path) when ``result`` breaks an invariant."""
     problems = churn_problems(result)
     if problems:
-        raise ChurnFailure("\n".join(["churn invariants broken:", *(f"  - {p}" for p in problems),
-                                      result.sequence.describe(), f"timeline: {result.timeline_path}"]))
+        raise ChurnFailure(
+            "\n".join(
+                [
+                    "churn invariants broken:",
+                    *(f"  - {p}" for p in problems),
+                    result.sequence.describe(),
+                    f"timeline: {result.timeline_path}",
+                ]
+            )
+        )

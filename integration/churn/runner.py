@@ -38,9 +38,15 @@ log = logging.getLogger(__name__)
 __all__ = ["run_sequence"]
 
 
-def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming | None = None,
-                 settle_timeout: float = 30.0, log_dir: str | Path | None = None,
-                 cluster: BrokerInfo | None = None) -> ChurnResult:
+def run_sequence(
+    sequence: ChurnSequence,
+    bootstrap: str,
+    *,
+    timing: GroupTiming | None = None,
+    settle_timeout: float = 30.0,
+    log_dir: str | Path | None = None,
+    cluster: BrokerInfo | None = None,
+) -> ChurnResult:
     """Play ``sequence`` on the broker at ``bootstrap`` and analyse its timeline (see :func:`churn_problems`).
 
     ``timing``: the members' timeouts (default: :class:`GroupTiming` with the profile's
@@ -54,19 +60,25 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     timing = timing or GroupTiming(max_poll_ms=profile.max_poll_ms)
     kinds = sequence.fault_kinds()
     if kinds and (cluster is None or cluster.brokers < 3):
-        raise ValueError(f"sequence {sequence.seed} injects {sorted(kinds)}: it needs a replicated cluster of "
-                         f"3 brokers (cluster=...), got {cluster.describe() if cluster else 'none'}")
+        raise ValueError(
+            f"sequence {sequence.seed} injects {sorted(kinds)}: it needs a replicated cluster of "
+            f"3 brokers (cluster=...), got {cluster.describe() if cluster else 'none'}"
+        )
     replicas = 3 if kinds else 1
     tag = f"churn-{sequence.seed}-{uuid.uuid4().hex[:6]}"
-    topics = {"a": create_topic(bootstrap, f"{tag}-a", profile.partitions_a, replication_factor=replicas),
-              "b": create_topic(bootstrap, f"{tag}-b", profile.partitions_b, replication_factor=replicas)}
+    topics = {
+        "a": create_topic(bootstrap, f"{tag}-a", profile.partitions_a, replication_factor=replicas),
+        "b": create_topic(bootstrap, f"{tag}-b", profile.partitions_b, replication_factor=replicas),
+    }
     # Without log_dir the logs go to a temporary directory: removed when the sequence passes or is
     # interrupted (Ctrl-C), kept (and named) when it fails.
     temporary = not log_dir
     log_root = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{tag}-"))
     log_root.mkdir(parents=True, exist_ok=True)
-    partitions = {topics["a"]: [TopicPartition(topics["a"], p) for p in range(profile.partitions_a)],
-                  topics["b"]: [TopicPartition(topics["b"], p) for p in range(profile.partitions_b)]}
+    partitions = {
+        topics["a"]: [TopicPartition(topics["a"], p) for p in range(profile.partitions_a)],
+        topics["b"]: [TopicPartition(topics["b"], p) for p in range(profile.partitions_b)],
+    }
     pool = GroupPool(bootstrap, tag, topics, timing, log_root, faults.slow_revoke_ms(sequence, timing))
     began, began_at = time.monotonic(), time.time()
     step_label = "start"
@@ -108,8 +120,15 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
         every = {tp: offs for p in producers for tp, offs in p.produced().items()}
         produced = {tp: offs for tp, offs in every.items() if tp.topic in read}
         unread = sum(len(offs) for tp, offs in every.items() if tp.topic not in read)
-        pool.wait_for(lambda ev: [f"{sum(map(len, missing_records(ev, produced).values()))} records unprocessed"]
-                      if missing_records(ev, produced) else [], settle_timeout, "all produced records processed")
+        pool.wait_for(
+            lambda ev: (
+                [f"{sum(map(len, missing_records(ev, produced).values()))} records unprocessed"]
+                if missing_records(ev, produced)
+                else []
+            ),
+            settle_timeout,
+            "all produced records processed",
+        )
     except TimeoutError as exc:
         # A stall: the group stopped converging. Its members cannot close cleanly (they wait in
         # JoinGroup), so they are killed; the timeline up to here is still checked for double
@@ -137,9 +156,18 @@ def run_sequence(sequence: ChurnSequence, bootstrap: str, *, timing: GroupTiming
     events = pool.events()
     path = log_root / "timeline.jsonl"
     write_events(path, events)
-    result = ChurnResult(sequence, events, produced, [e for p in producers for e in p.errors], failed,
-                         (first_settle if first_settle is not None else began_at, final_settle), path,
-                         stalled=stalled, unread=unread, duration=time.monotonic() - began)
+    result = ChurnResult(
+        sequence,
+        events,
+        produced,
+        [e for p in producers for e in p.errors],
+        failed,
+        (first_settle if first_settle is not None else began_at, final_settle),
+        path,
+        stalled=stalled,
+        unread=unread,
+        duration=time.monotonic() - began,
+    )
     analyse(result, partitions, grace=timing.session_ms / 1000)
     if temporary and not churn_problems(result):
         shutil.rmtree(log_root, ignore_errors=True)

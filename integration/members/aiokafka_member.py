@@ -141,8 +141,11 @@ class AiokafkaMember:
             if args.remote_assignor:
                 config["group_remote_assignor"] = args.remote_assignor
         else:
-            config.update(partition_assignment_strategy=resolve_assignors(args.strategy),
-                          session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.heartbeat_ms)
+            config.update(
+                partition_assignment_strategy=resolve_assignors(args.strategy),
+                session_timeout_ms=args.session_ms,
+                heartbeat_interval_ms=args.heartbeat_ms,
+            )
         if args.rack:
             config["client_rack"] = args.rack
         if args.instance_id:
@@ -158,8 +161,9 @@ class AiokafkaMember:
         from aiokafka import TopicPartition as AioTP
 
         wanted = None if only is None else set(only)
-        return {AioTP(t, p): o for (t, p), o in self.processed.next_offset.items()
-                if wanted is None or (t, p) in wanted}
+        return {
+            AioTP(t, p): o for (t, p), o in self.processed.next_offset.items() if wanted is None or (t, p) in wanted
+        }
 
     def commit_in_background(self) -> None:
         """Commit everything processed without blocking the poll loop, at most one commit in flight
@@ -178,8 +182,13 @@ class AiokafkaMember:
     async def _send_commit(self, offsets: dict[Any, int], why: str = "background") -> None:
         await self.timed_commit([(tp.topic, tp.partition) for tp in offsets], why, offsets, catch=(KafkaError,))
 
-    async def timed_commit(self, parts: list[tuple[str, int]], why: str, offsets: dict[Any, int] | None = None,
-                           catch: tuple[type[BaseException], ...] = (Exception,)) -> bool:
+    async def timed_commit(
+        self,
+        parts: list[tuple[str, int]],
+        why: str,
+        offsets: dict[Any, int] | None = None,
+        catch: tuple[type[BaseException], ...] = (Exception,),
+    ) -> bool:
         """``consumer.commit(offsets)`` (``commit()`` when None), reported: a failure always as
         ``commit_err`` (its ``parts`` say which processed offsets their next owner may redo), a success
         as ``commit`` with ``--commit-every-batch``. Returns whether it succeeded."""
@@ -192,12 +201,20 @@ class AiokafkaMember:
             else:
                 await self.consumer.commit(offsets)
         except catch as exc:
-            self.writer.parts("commit_err", parts, error=type(exc).__name__, began=round(began, 6),
-                              lat=round((time.time() - began) * 1000, 3), why=why, **whole)
+            self.writer.parts(
+                "commit_err",
+                parts,
+                error=type(exc).__name__,
+                began=round(began, 6),
+                lat=round((time.time() - began) * 1000, 3),
+                why=why,
+                **whole,
+            )
             return False
         if self.commit_every_batch:
-            self.writer.parts("commit", parts, began=round(began, 6), lat=round((time.time() - began) * 1000, 3),
-                              why=why, **whole)
+            self.writer.parts(
+                "commit", parts, began=round(began, 6), lat=round((time.time() - began) * 1000, 3), why=why, **whole
+            )
         return True
 
     async def commit_batch(self) -> None:
@@ -242,8 +259,10 @@ class AiokafkaMember:
         if self.args.hold:
             # A replacement made ready before its predecessor goes: only the group protocol is timed.
             self.writer.emit("ready")
-            await asyncio.wait([asyncio.ensure_future(go.wait()), asyncio.ensure_future(stop.wait())],
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [asyncio.ensure_future(go.wait()), asyncio.ensure_future(stop.wait())],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
             if stop.is_set():
                 return
         self.consumer.subscribe(topics, listener=_Listener(self))
@@ -279,16 +298,28 @@ class AiokafkaMember:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = common_arguments("aiokafka consumer-group member for kassign's group driver")
     ap.add_argument("--consumer-factory", default=None, help="module:attr replacing AIOKafkaConsumer")
-    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic",
-                    help="consumer: KIP-848's group protocol (needs a consumer factory that takes group_protocol)")
+    ap.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848's group protocol (needs a consumer factory that takes group_protocol)",
+    )
     ap.add_argument("--remote-assignor", default=None, help="the broker-side assignor with --group-protocol consumer")
-    ap.add_argument("--slow-revoke-ms", type=int, default=0,
-                    help="extra time on_partitions_revoked takes before committing (a slow application)")
-    ap.add_argument("--commit-every-batch", action="store_true",
-                    help="await consumer.commit() after every non-empty batch and report every commit")
+    ap.add_argument(
+        "--slow-revoke-ms",
+        type=int,
+        default=0,
+        help="extra time on_partitions_revoked takes before committing (a slow application)",
+    )
+    ap.add_argument(
+        "--commit-every-batch",
+        action="store_true",
+        help="await consumer.commit() after every non-empty batch and report every commit",
+    )
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if group_debug_wanted():
         for name in ("kassign", "aiokafka.consumer.group_coordinator"):
             logging.getLogger(name).setLevel(logging.DEBUG)

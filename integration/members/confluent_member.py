@@ -69,8 +69,11 @@ class ConfluentMember:
 
     def commit(self, only=None) -> None:
         wanted = None if only is None else set(only)
-        offsets = [CkTP(t, p, o) for (t, p), o in sorted(self.processed.next_offset.items())
-                   if wanted is None or (t, p) in wanted]
+        offsets = [
+            CkTP(t, p, o)
+            for (t, p), o in sorted(self.processed.next_offset.items())
+            if wanted is None or (t, p) in wanted
+        ]
         if not offsets:
             return
         try:
@@ -144,12 +147,17 @@ class ConfluentMember:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = common_arguments("confluent-kafka consumer-group member for kassign's group driver")
-    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic",
-                    help="consumer: KIP-848's group protocol (librdkafka 2.12+)")
+    ap.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="consumer: KIP-848's group protocol (librdkafka 2.12+)",
+    )
     ap.add_argument("--remote-assignor", default=None, help="the broker-side assignor with --group-protocol consumer")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     ConfluentMember(args).run()
     return 0
 

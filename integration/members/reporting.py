@@ -12,8 +12,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-__all__ = ["EventWriter", "ProcessedOffsets", "BatchProcessing", "watch_stdin", "common_arguments", "tp_key",
-           "group_debug_wanted"]
+__all__ = [
+    "EventWriter",
+    "ProcessedOffsets",
+    "BatchProcessing",
+    "watch_stdin",
+    "common_arguments",
+    "tp_key",
+    "group_debug_wanted",
+]
 
 #: Set (to anything but "" or "0") in a member's environment to log its group protocol traffic on
 #: stderr: kassign and aiokafka's group coordinator at DEBUG, librdkafka's ``cgrp`` debug contexts.
@@ -38,8 +45,7 @@ class EventWriter:
         self._lock = threading.Lock()
 
     def emit(self, ev: str, **fields: object) -> None:
-        line = json.dumps({"id": self.member_id, "t": round(time.time(), 3), "ev": ev, **fields},
-                          separators=(",", ":"))
+        line = json.dumps({"id": self.member_id, "t": round(time.time(), 3), "ev": ev, **fields}, separators=(",", ":"))
         with self._lock:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
@@ -144,6 +150,9 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--process-ms", default="0", help="work per non-empty poll batch: MS, or LO,HI for uniform")
     ap.add_argument("--seed", type=int, default=0, help="seeds the processing times (with the member id)")
     ap.add_argument("--instance-id", default=None, help="group.instance.id: a static member")
-    ap.add_argument("--hold", action="store_true",
-                    help="build the consumer, print a 'ready' event, and subscribe only on a 'go' line on stdin")
+    ap.add_argument(
+        "--hold",
+        action="store_true",
+        help="build the consumer, print a 'ready' event, and subscribe only on a 'go' line on stdin",
+    )
     return ap

@@ -27,8 +27,10 @@ def validate_assign_input(
 ) -> None:
     """Raise TypeError/ValueError naming the offending value if ``assign``'s input is malformed."""
     if not isinstance(partitions_per_topic, Mapping):
-        raise TypeError("partitions_per_topic must be a mapping of topic -> partition count, "
-                        f"got {type(partitions_per_topic).__name__}")
+        raise TypeError(
+            "partitions_per_topic must be a mapping of topic -> partition count, "
+            f"got {type(partitions_per_topic).__name__}"
+        )
     for topic, count in partitions_per_topic.items():
         if not isinstance(topic, str):
             raise TypeError(f"topic names must be str, got {topic!r}")
@@ -38,13 +40,15 @@ def validate_assign_input(
             raise ValueError(f"partition count of topic {topic!r} must be >= 0, got {count}")
     if not isinstance(subscriptions, Mapping):
         raise TypeError(
-            f"subscriptions must be a mapping of member id -> Subscription, got {type(subscriptions).__name__}")
+            f"subscriptions must be a mapping of member id -> Subscription, got {type(subscriptions).__name__}"
+        )
     for member, sub in subscriptions.items():
         if not isinstance(member, str):
             raise TypeError(f"member ids must be str, got {member!r}")
         if not isinstance(sub, Subscription):
             raise TypeError(
-                f"subscription of member {member!r} must be a kassign.Subscription, got {type(sub).__name__}")
+                f"subscription of member {member!r} must be a kassign.Subscription, got {type(sub).__name__}"
+            )
         if isinstance(sub.topics, str):
             raise TypeError(f"topics of member {member!r} must be a list of str, got the string {sub.topics!r}")
         try:
@@ -62,7 +66,8 @@ def validate_assign_input(
                 raise ValueError(f"generation_id of member {member!r} must fit an int32, got {generation}")
     if partition_racks is not None and not isinstance(partition_racks, Mapping):
         raise TypeError(
-            f"partition_racks must be a mapping of TopicPartition -> racks, got {type(partition_racks).__name__}")
+            f"partition_racks must be a mapping of TopicPartition -> racks, got {type(partition_racks).__name__}"
+        )
 
 
 class PartitionAssignor(abc.ABC):

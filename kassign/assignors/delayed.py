@@ -250,7 +250,8 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             owners = self._owners(base_subscriptions, all_partitions)
             assigned_now = {tp for parts in result.values() for tp in parts}
             vetoed = {
-                tp for tp, owner in owners.items()
+                tp
+                for tp, owner in owners.items()
                 if tp not in held and tp not in assigned_now and tp.topic in subscriptions[owner].topics
             }
             for tp in sorted(vetoed):
@@ -287,7 +288,9 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
         if held:
             log.info(
                 "holding back %d partitions of %d departed members for %d ms more",
-                len(held), len(plan.held), delay_ms,
+                len(held),
+                len(plan.held),
+                delay_ms,
             )
         return result
 
@@ -392,7 +395,8 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
             return self._record[1]
         log.info(
             "the last assignment was made by another leader (%s): partitions of members that left since "
-            "are reassigned at once", "unknown" if previous.leader is None else previous.leader.member_id,
+            "are reassigned at once",
+            "unknown" if previous.leader is None else previous.leader.member_id,
         )
         return ()
 
@@ -408,8 +412,12 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
                 log.warning("member %s sent unparseable user data, treating it as new: %s", member_id, exc)
         if data.state is not None and not 0 <= data.state.epoch < _INT32_MAX:
             # The next epoch is this one + 1 and must fit an int32: a state no leader could have written.
-            log.warning("member %s echoed delay state epoch %d, outside [0, %d): treating its user data as "
-                        "unreadable", member_id, data.state.epoch, _INT32_MAX - 1)
+            log.warning(
+                "member %s echoed delay state epoch %d, outside [0, %d): treating its user data as unreadable",
+                member_id,
+                data.state.epoch,
+                _INT32_MAX - 1,
+            )
             data = DelaySubscriptionData(None)
         generation = sub.generation_id if sub.generation_id is not None else data.generation
         identity = MemberIdentity(member_id, sub.group_instance_id, data.worker_id)
@@ -428,8 +436,9 @@ class DelayedCooperativeStickyAssignor(PartitionAssignor):
     def _leader_identity(self, members: Iterable[_Member]) -> MemberIdentity | None:
         mine = [m.identity for m in members if m.identity.worker_id == self.worker_id]
         if len(mine) != 1:
-            log.warning("cannot tell which member is this leader (%d members carry worker id %r)",
-                        len(mine), self.worker_id)
+            log.warning(
+                "cannot tell which member is this leader (%d members carry worker id %r)", len(mine), self.worker_id
+            )
             return None
         return mine[0]
 

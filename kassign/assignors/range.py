@@ -26,12 +26,18 @@ log = logging.getLogger(__name__)
 class _TopicState:
     """One topic's progress: its members (with racks), quotas and still-unassigned partitions."""
 
-    def __init__(self, topic: str, n_partitions: int, consumers: dict[str, str | None],
-                 partition_racks: Mapping[TopicPartition, Collection[str]] | None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        n_partitions: int,
+        consumers: dict[str, str | None],
+        partition_racks: Mapping[TopicPartition, Collection[str]] | None,
+    ) -> None:
         self.topic = topic
         self.consumers = consumers
         self.unassigned: dict[TopicPartition, None] = dict.fromkeys(
-            TopicPartition(topic, p) for p in range(n_partitions))
+            TopicPartition(topic, p) for p in range(n_partitions)
+        )
         self.assigned_count = dict.fromkeys(consumers, 0)
         self.quota = n_partitions // len(consumers) if consumers else 0
         self.members_with_extra = n_partitions % len(consumers) if consumers else 0
@@ -105,13 +111,18 @@ class RangeAssignor(PartitionAssignor):
         return assignment
 
     @staticmethod
-    def _give(consumer: str, partitions: list[TopicPartition], state: _TopicState,
-              assignment: dict[str, list[TopicPartition]]) -> None:
+    def _give(
+        consumer: str, partitions: list[TopicPartition], state: _TopicState, assignment: dict[str, list[TopicPartition]]
+    ) -> None:
         assignment[consumer].extend(partitions)
         state.on_assigned(consumer, partitions)
 
-    def _assign_ranges(self, state: _TopicState, may_assign: Callable[[str, TopicPartition], bool],
-                       assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_ranges(
+        self,
+        state: _TopicState,
+        may_assign: Callable[[str, TopicPartition], bool],
+        assignment: dict[str, list[TopicPartition]],
+    ) -> None:
         for consumer in state.consumers:
             if not state.unassigned:
                 break
@@ -120,13 +131,16 @@ class RangeAssignor(PartitionAssignor):
             if partitions:
                 self._give(consumer, partitions, state, assignment)
 
-    def _assign_with_rack_matching(self, states: list[_TopicState],
-                                   assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_with_rack_matching(
+        self, states: list[_TopicState], assignment: dict[str, list[TopicPartition]]
+    ) -> None:
         # Topics with the same members (and racks) and the same partition count are co-partitioned.
         groups: dict[tuple[tuple[tuple[str, str | None], ...], int], list[_TopicState]] = {}
         for state in states:
-            key = (tuple(sorted(state.consumers.items(), key=lambda item: java_string_order(item[0]))),
-                   len(state.partition_racks))
+            key = (
+                tuple(sorted(state.consumers.items(), key=lambda item: java_string_order(item[0]))),
+                len(state.partition_racks),
+            )
             groups.setdefault(key, []).append(state)
         for (_, n_partitions), group in groups.items():
             if len(group) > 1:
@@ -134,13 +148,19 @@ class RangeAssignor(PartitionAssignor):
             elif group[0].needs_rack_aware:
                 self._assign_ranges(group[0], group[0].racks_match, assignment)
 
-    def _assign_co_partitioned(self, group: list[_TopicState], n_partitions: int,
-                               assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_co_partitioned(
+        self, group: list[_TopicState], n_partitions: int, assignment: dict[str, list[TopicPartition]]
+    ) -> None:
         remaining = list(group[0].consumers)
         for p in range(n_partitions):
-            consumer = next((c for c in remaining
-                             if all(s.racks_match(c, TopicPartition(s.topic, p)) and s.max_assignable(c) > 0
-                                    for s in group)), None)
+            consumer = next(
+                (
+                    c
+                    for c in remaining
+                    if all(s.racks_match(c, TopicPartition(s.topic, p)) and s.max_assignable(c) > 0 for s in group)
+                ),
+                None,
+            )
             if consumer is None:
                 continue
             for state in group:

@@ -9,6 +9,17 @@ from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, replicated_settings
 from kassign.broker.launch import BrokerInfo, start_kafka, start_tansu
 from kassign.broker.probe import free_port, wait_for_broker
 
-__all__ = ["BrokerInfo", "BrokerUnavailable", "DEFAULT_KAFKA_VERSION", "open_broker", "kafka_broker",
-           "kafka_bootstrap", "planned_broker", "start_kafka", "start_tansu", "wait_for_broker", "free_port",
-           "replicated_settings"]
+__all__ = [
+    "BrokerInfo",
+    "BrokerUnavailable",
+    "DEFAULT_KAFKA_VERSION",
+    "open_broker",
+    "kafka_broker",
+    "kafka_bootstrap",
+    "planned_broker",
+    "start_kafka",
+    "start_tansu",
+    "wait_for_broker",
+    "free_port",
+    "replicated_settings",
+]

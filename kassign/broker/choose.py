@@ -27,8 +27,15 @@ from kassign.broker.probe import free_port, wait_for_broker
 
 log = logging.getLogger(__name__)
 
-__all__ = ["open_broker", "kafka_broker", "kafka_bootstrap", "planned_broker", "docker_engine_answers",
-           "start_kafka_container", "KAFKA_IMAGE"]
+__all__ = [
+    "open_broker",
+    "kafka_broker",
+    "kafka_bootstrap",
+    "planned_broker",
+    "docker_engine_answers",
+    "start_kafka_container",
+    "KAFKA_IMAGE",
+]
 
 _CHOICES = ("kafka", "testcontainers", "tansu")
 
@@ -101,14 +108,17 @@ def start_kafka_container(image: str = KAFKA_IMAGE, startup_timeout: float = 90.
 
     port = free_port()
     env = {
-        "KAFKA_NODE_ID": "1", "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_NODE_ID": "1",
+        "KAFKA_PROCESS_ROLES": "broker,controller",
         "KAFKA_LISTENERS": f"PLAINTEXT://:{port},CONTROLLER://:9093",
         "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://localhost:{port}",
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
-        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
-        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1", "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
         "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "500",
     }
     container = DockerContainer(image).with_bind_ports(port, port)

@@ -18,8 +18,14 @@ import logging
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupConfigError", "GroupTimingRefused", "NoConsumerGroupProtocol", "set_consumer_group_timing",
-           "consumer_group_type", "BOUND_SETTINGS"]
+__all__ = [
+    "GroupConfigError",
+    "GroupTimingRefused",
+    "NoConsumerGroupProtocol",
+    "set_consumer_group_timing",
+    "consumer_group_type",
+    "BOUND_SETTINGS",
+]
 
 #: The broker settings bounding a group's own timing, with Kafka's defaults (the bounds refused values break).
 BOUND_SETTINGS: dict[str, int] = {
@@ -71,8 +77,9 @@ def _admin(bootstrap: str):  # noqa: ANN202 - confluent_kafka is imported lazily
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
 
-def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int, heartbeat_ms: int,
-                              timeout: float = 20.0) -> None:
+def set_consumer_group_timing(
+    bootstrap: str, group_id: str, *, session_ms: int, heartbeat_ms: int, timeout: float = 20.0
+) -> None:
     """Set ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of ``group_id``
     (the group need not exist yet).
 
@@ -86,10 +93,16 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
 
     if not 0 < heartbeat_ms < session_ms:
         raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {heartbeat_ms} and {session_ms}")
-    resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
-        ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET),
-    ])
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group_id,
+        incremental_configs=[
+            ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry(
+                "consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET
+            ),
+        ],
+    )
     admin = _admin(bootstrap)  # held until the answer: a collected client destroys its handle mid-request
     futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
     values = f"consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms={heartbeat_ms}"
@@ -100,19 +113,30 @@ def set_consumer_group_timing(bootstrap: str, group_id: str, *, session_ms: int,
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             reason = error.str() if error is not None else str(exc)
             if error is None or error.code() < 0:  # librdkafka's own (negative) codes: no broker answered
-                raise GroupConfigError(f"setting {values} for group {group_id} failed: {reason}",
-                                       session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason=reason) from None
+                raise GroupConfigError(
+                    f"setting {values} for group {group_id} failed: {reason}",
+                    session_ms=session_ms,
+                    heartbeat_ms=heartbeat_ms,
+                    reason=reason,
+                ) from None
             if _no_group_configs(error.code(), reason):
                 raise NoConsumerGroupProtocol(
                     f"the broker at {bootstrap} does not support the consumer group protocol (KIP-848): it has no "
                     f"group configs (setting {values} for group {group_id}: {reason}); it needs Apache Kafka 4.0 "
                     f"or newer with group.coordinator.rebalance.protocols including 'consumer'; use "
-                    f"group_protocol='classic' with this cluster", session_ms=session_ms, heartbeat_ms=heartbeat_ms,
-                    reason=reason, out_of_bounds=False) from None
+                    f"group_protocol='classic' with this cluster",
+                    session_ms=session_ms,
+                    heartbeat_ms=heartbeat_ms,
+                    reason=reason,
+                    out_of_bounds=False,
+                ) from None
             # INVALID_CONFIG is GroupConfig.validate's answer to values outside the group.consumer.* bounds.
             raise GroupTimingRefused(
-                f"the broker refused {values} for group {group_id}: {reason}", session_ms=session_ms,
-                heartbeat_ms=heartbeat_ms, reason=reason, out_of_bounds=error.code() == KafkaError.INVALID_CONFIG,
+                f"the broker refused {values} for group {group_id}: {reason}",
+                session_ms=session_ms,
+                heartbeat_ms=heartbeat_ms,
+                reason=reason,
+                out_of_bounds=error.code() == KafkaError.INVALID_CONFIG,
             ) from None
     log.info("group %s: consumer session timeout %d ms, heartbeat interval %d ms", group_id, session_ms, heartbeat_ms)
 

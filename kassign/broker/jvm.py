@@ -37,8 +37,10 @@ def find_java(min_major: int = 17, *, purpose: str = "Apache Kafka") -> JavaRunt
     """The Java runtime to use; raises :class:`BrokerUnavailable` when none or too old a one is found."""
     executable = _java_executable()
     if executable is None:
-        raise BrokerUnavailable(f"{purpose} needs Java {min_major} or newer and no `java` was found: install a JDK "
-                                f"(e.g. apt install openjdk-17-jre-headless) or set JAVA_HOME")
+        raise BrokerUnavailable(
+            f"{purpose} needs Java {min_major} or newer and no `java` was found: install a JDK "
+            f"(e.g. apt install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
     try:
         out = subprocess.run([executable, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -50,6 +52,8 @@ def find_java(min_major: int = 17, *, purpose: str = "Apache Kafka") -> JavaRunt
     if major == 1 and match.group(2):  # "1.8.0_392" is Java 8
         major = int(match.group(2))
     if major < min_major:
-        raise BrokerUnavailable(f"{purpose} needs Java {min_major} or newer; {executable} is Java {major}: "
-                                f"install a newer JDK or point JAVA_HOME at one")
+        raise BrokerUnavailable(
+            f"{purpose} needs Java {min_major} or newer; {executable} is Java {major}: "
+            f"install a newer JDK or point JAVA_HOME at one"
+        )
     return JavaRuntime(executable, major)

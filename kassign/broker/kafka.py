@@ -27,8 +27,17 @@ from kassign.broker.probe import free_port, port_in_use
 from kassign.broker.security import SecurityPlan, plan_security
 from kassign.broker.versions import kafka_version
 
-__all__ = ["DEFAULT_KAFKA_VERSION", "TEST_SETTINGS", "KafkaPlan", "NodePlan", "kafka_jars", "kafka_jars_cached",
-           "plan_kafka_cluster", "replicated_settings", "settings_help"]
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "TEST_SETTINGS",
+    "KafkaPlan",
+    "NodePlan",
+    "kafka_jars",
+    "kafka_jars_cached",
+    "plan_kafka_cluster",
+    "replicated_settings",
+    "settings_help",
+]
 
 #: The newest Kafka that aiokafka 0.14, librdkafka 2.x and kafka-clients 3.9/4.x all talk to (checked by the suite).
 DEFAULT_KAFKA_VERSION = "4.4.0"
@@ -72,8 +81,14 @@ def replicated_settings(brokers: int) -> dict[str, str]:
     }
 
 
-_JVM_OPTIONS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
-                "-Djava.awt.headless=true")
+_JVM_OPTIONS = (
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
 
 _LOG4J2 = """status = error
 appender.file.type = File
@@ -190,10 +205,18 @@ def _check_racks(brokers: int, racks: tuple[str, ...], controllers: int = 1) -> 
             raise BrokerUnavailable(f"rack name {rack!r} must be non-empty with no spaces or commas")
 
 
-def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
-                       racks: tuple[str, ...] = (), port: int | None = None, controllers: int = 1,
-                       settings: Mapping[str, str] | None = None, security: str = "plaintext",
-                       users: Mapping[str, str | None] | None = None) -> KafkaPlan:
+def plan_kafka_cluster(
+    workdir: Path,
+    *,
+    version: str = DEFAULT_KAFKA_VERSION,
+    brokers: int = 1,
+    racks: tuple[str, ...] = (),
+    port: int | None = None,
+    controllers: int = 1,
+    settings: Mapping[str, str] | None = None,
+    security: str = "plaintext",
+    users: Mapping[str, str | None] | None = None,
+) -> KafkaPlan:
     """Resolve the jars, check Java and the ports, and write every node's configuration into ``workdir``.
 
     ``controllers``: how many nodes (the first ones) are also KRaft controllers; ``settings``: broker
@@ -233,46 +256,90 @@ def plan_kafka_cluster(workdir: Path, *, version: str = DEFAULT_KAFKA_VERSION, b
         node_dir = workdir / f"node-{node_id}"
         (node_dir / "data").mkdir(parents=True, exist_ok=True)
         rack = racks[index % len(racks)] if racks else None
-        props = _node_properties(node_id, client_port, voters, node_dir / "data", rack,
-                                 controller_port=controller_ports[index] if index < controllers else None,
-                                 settings=settings or {}, internal_port=internal_ports[index], security=secured)
+        props = _node_properties(
+            node_id,
+            client_port,
+            voters,
+            node_dir / "data",
+            rack,
+            controller_port=controller_ports[index] if index < controllers else None,
+            settings=settings or {},
+            internal_port=internal_ports[index],
+            security=secured,
+        )
         props_path = node_dir / "server.properties"
         props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log_path = node_dir / "server.log"
         (node_dir / "log4j2.properties").write_text(_LOG4J2.format(log=log_path))
         (node_dir / "log4j.properties").write_text(_LOG4J1.format(log=log_path))
-        jvm = [java.executable, *_JVM_OPTIONS, f"-Dlog4j2.configurationFile={node_dir / 'log4j2.properties'}",
-               f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}", f"-Dkafka.logs.dir={node_dir}",
-               "-cp", classpath]
-        nodes.append(NodePlan(
-            node_id=node_id, rack=rack, port=client_port, log=str(log_path),
-            format_argv=[*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id,
-                         "-c", str(props_path), *(secured.format_args if secured else [])],
-            argv=[*jvm, "kafka.Kafka", str(props_path)],
-            internal_port=internal_ports[index],
-        ))
+        jvm = [
+            java.executable,
+            *_JVM_OPTIONS,
+            f"-Dlog4j2.configurationFile={node_dir / 'log4j2.properties'}",
+            f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={node_dir}",
+            "-cp",
+            classpath,
+        ]
+        nodes.append(
+            NodePlan(
+                node_id=node_id,
+                rack=rack,
+                port=client_port,
+                log=str(log_path),
+                format_argv=[
+                    *jvm,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "--ignore-formatted",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    str(props_path),
+                    *(secured.format_args if secured else []),
+                ],
+                argv=[*jvm, "kafka.Kafka", str(props_path)],
+                internal_port=internal_ports[index],
+            )
+        )
     return KafkaPlan(version=version, workdir=str(workdir), nodes=nodes, security=secured)
 
 
-def _listener_properties(client_port: int, controller_port: int | None, internal_port: int | None,
-                         security: SecurityPlan | None) -> dict[str, str]:
+def _listener_properties(
+    client_port: int, controller_port: int | None, internal_port: int | None, security: SecurityPlan | None
+) -> dict[str, str]:
     """Plaintext: one PLAINTEXT listener (and CONTROLLER). Secured: CLIENT in the mode's protocol,
     INTERNAL and CONTROLLER in mutual TLS (see :mod:`kassign.broker.security`)."""
     controller = f",CONTROLLER://127.0.0.1:{controller_port}" if controller_port is not None else ""
     if security is None:
-        return {"listeners": f"PLAINTEXT://127.0.0.1:{client_port}{controller}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                "inter.broker.listener.name": "PLAINTEXT"}
+        return {
+            "listeners": f"PLAINTEXT://127.0.0.1:{client_port}{controller}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{client_port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
     own = f"CLIENT://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{internal_port}"
-    return {"listeners": own + controller, "advertised.listeners": own,
-            "listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:SSL,CLIENT:{security.client.security_protocol}",
-            "inter.broker.listener.name": "INTERNAL", **security.properties}
+    return {
+        "listeners": own + controller,
+        "advertised.listeners": own,
+        "listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:SSL,CLIENT:{security.client.security_protocol}",
+        "inter.broker.listener.name": "INTERNAL",
+        **security.properties,
+    }
 
 
-def _node_properties(node_id: int, client_port: int, voters: str, data: Path, rack: str | None, *,
-                     controller_port: int | None, settings: Mapping[str, str], internal_port: int | None = None,
-                     security: SecurityPlan | None = None) -> dict[str, str]:
+def _node_properties(
+    node_id: int,
+    client_port: int,
+    voters: str,
+    data: Path,
+    rack: str | None,
+    *,
+    controller_port: int | None,
+    settings: Mapping[str, str],
+    internal_port: int | None = None,
+    security: SecurityPlan | None = None,
+) -> dict[str, str]:
     props = {
         "process.roles": "broker,controller" if controller_port is not None else "broker",
         "node.id": str(node_id),

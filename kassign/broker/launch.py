@@ -96,8 +96,10 @@ class BrokerInfo:
 
     def _control(self) -> NodeControl:
         if self.control is None:
-            raise BrokerUnavailable(f"nodes of the {self.kind} broker at {self.bootstrap} cannot be killed or "
-                                    "restarted from here: only a cluster started by start_kafka/start_tansu can")
+            raise BrokerUnavailable(
+                f"nodes of the {self.kind} broker at {self.bootstrap} cannot be killed or "
+                "restarted from here: only a cluster started by start_kafka/start_tansu can"
+            )
         return self.control
 
     @property
@@ -134,12 +136,25 @@ def _tansu_plan(workdir: Path, port: int | None) -> dict[str, Any]:
         raise BrokerUnavailable(f"port {port} is in use: pick another with --port, or stop what listens there")
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
-    argv = [_tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/"]
-    return {"workdir": str(workdir), "bootstrap": f"127.0.0.1:{port}", "min_brokers": 1, "startup_timeout": 30,
-            "stop_grace": 1.0,  # Tansu ignores SIGTERM
-            "nodes": [{"node_id": 1, "argv": argv, "log": str(workdir / "tansu.log")}],
-            "describe": {"kind": "tansu", "version": _tansu_version(), "brokers": 1, "racks": []}}
+    argv = [
+        _tansu_binary(),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
+    return {
+        "workdir": str(workdir),
+        "bootstrap": f"127.0.0.1:{port}",
+        "min_brokers": 1,
+        "startup_timeout": 30,
+        "stop_grace": 1.0,  # Tansu ignores SIGTERM
+        "nodes": [{"node_id": 1, "argv": argv, "log": str(workdir / "tansu.log")}],
+        "describe": {"kind": "tansu", "version": _tansu_version(), "brokers": 1, "racks": []},
+    }
 
 
 def _tansu_version() -> str:
@@ -151,15 +166,39 @@ def _tansu_version() -> str:
         return ""
 
 
-def _kafka_plan(workdir: Path, version: str, brokers: int, racks: tuple[str, ...], port: int | None,
-                startup_timeout: float, controllers: int = 1, settings: Mapping[str, str] | None = None,
-                security: str = "plaintext", users: Mapping[str, str | None] | None = None) -> dict[str, Any]:
-    plan = plan_kafka_cluster(workdir, version=version, brokers=brokers, racks=racks, port=port,
-                              controllers=controllers, settings=settings, security=security, users=users)
+def _kafka_plan(
+    workdir: Path,
+    version: str,
+    brokers: int,
+    racks: tuple[str, ...],
+    port: int | None,
+    startup_timeout: float,
+    controllers: int = 1,
+    settings: Mapping[str, str] | None = None,
+    security: str = "plaintext",
+    users: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
+    plan = plan_kafka_cluster(
+        workdir,
+        version=version,
+        brokers=brokers,
+        racks=racks,
+        port=port,
+        controllers=controllers,
+        settings=settings,
+        security=security,
+        users=users,
+    )
     describe: dict[str, Any] = {"kind": "kafka", "version": version, "brokers": brokers, "racks": list(racks)}
-    out = {"workdir": str(workdir), "bootstrap": plan.bootstrap, "min_brokers": len(plan.nodes),
-           "startup_timeout": startup_timeout, "stop_grace": 5.0,
-           "nodes": [dataclasses.asdict(n) for n in plan.nodes], "describe": describe}
+    out = {
+        "workdir": str(workdir),
+        "bootstrap": plan.bootstrap,
+        "min_brokers": len(plan.nodes),
+        "startup_timeout": startup_timeout,
+        "stop_grace": 5.0,
+        "nodes": [dataclasses.asdict(n) for n in plan.nodes],
+        "describe": describe,
+    }
     if plan.security is not None:
         describe["security"] = plan.security.client.to_json()
         out["probe"] = {"bootstrap": plan.probe_bootstrap, "tls": plan.security.probe_tls}
@@ -172,9 +211,14 @@ def _spawn_supervisor(plan: dict[str, Any], *, detached: bool) -> tuple[subproce
     plan_path.write_text(json.dumps(plan))
     # Its stderr goes to a file: an inherited pipe would keep a caller's output capture open for its lifetime.
     with open(Path(plan["workdir"]) / "supervisor.err", "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
-                                stdin=subprocess.DEVNULL if detached else subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=err, start_new_session=True, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
+            stdin=subprocess.DEVNULL if detached else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+            text=True,
+        )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if detached:
@@ -205,17 +249,27 @@ def _close_owned(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 def _info(plan: dict[str, Any], report: dict[str, Any], control: NodeControl | None = None) -> BrokerInfo:
     d = plan["describe"]
     security = ClientSecurity.from_json(d["security"]) if d.get("security") else None
-    return BrokerInfo(kind=d["kind"], bootstrap=report["bootstrap"], version=d.get("version", ""),
-                      brokers=d.get("brokers", 1), racks=tuple(d.get("racks", ())), startup_s=report.get("startup_s"),
-                      detail=f"supervisor pid {report.get('supervisor_pid')}", security=security, control=control)
+    return BrokerInfo(
+        kind=d["kind"],
+        bootstrap=report["bootstrap"],
+        version=d.get("version", ""),
+        brokers=d.get("brokers", 1),
+        racks=tuple(d.get("racks", ())),
+        startup_s=report.get("startup_s"),
+        detail=f"supervisor pid {report.get('supervisor_pid')}",
+        security=security,
+        control=control,
+    )
 
 
 def _node_ports(plan: dict[str, Any]) -> dict[int, int]:
     """Node id -> the port a probe asks (a secured node's INTERNAL one; a Tansu plan names no port: its
     one node listens on the bootstrap)."""
     addresses = split_bootstrap(plan["bootstrap"])
-    return {int(n["node_id"]): int(n.get("internal_port") or n.get("port") or addresses[i][1])
-            for i, n in enumerate(plan["nodes"])}
+    return {
+        int(n["node_id"]): int(n.get("internal_port") or n.get("port") or addresses[i][1])
+        for i, n in enumerate(plan["nodes"])
+    }
 
 
 def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
@@ -241,10 +295,18 @@ def _owned(make_plan) -> Iterator[BrokerInfo]:
         log.info("broker at %s stopped", info.bootstrap)
 
 
-def start_kafka(*, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1, racks: tuple[str, ...] = (),
-                port: int | None = None, startup_timeout: float = 90.0, controllers: int = 1,
-                settings: Mapping[str, str] | None = None, security: str = "plaintext",
-                users: Mapping[str, str | None] | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
+def start_kafka(
+    *,
+    version: str = DEFAULT_KAFKA_VERSION,
+    brokers: int = 1,
+    racks: tuple[str, ...] = (),
+    port: int | None = None,
+    startup_timeout: float = 90.0,
+    controllers: int = 1,
+    settings: Mapping[str, str] | None = None,
+    security: str = "plaintext",
+    users: Mapping[str, str | None] | None = None,
+) -> contextlib.AbstractContextManager[BrokerInfo]:
     """Run Apache Kafka ``version`` (KRaft, from Maven Central's jars) on 127.0.0.1 for the ``with`` block.
 
     ``controllers``: how many of the nodes are also KRaft controllers; ``settings``: broker settings on
@@ -255,8 +317,11 @@ def start_kafka(*, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1, racks
     client side. Raises :class:`BrokerUnavailable` (one line saying what to do) when Java, the jars or
     the port are missing, or the cluster does not answer within ``startup_timeout`` seconds.
     """
-    return _owned(lambda workdir: _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout,
-                                              controllers, settings, security, users))
+    return _owned(
+        lambda workdir: _kafka_plan(
+            workdir, version, brokers, tuple(racks), port, startup_timeout, controllers, settings, security, users
+        )
+    )
 
 
 def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager[BrokerInfo]:
@@ -264,13 +329,27 @@ def start_tansu(*, port: int | None = None) -> contextlib.AbstractContextManager
     return _owned(lambda workdir: _tansu_plan(workdir, port))
 
 
-def start_detached(*, tansu: bool = False, version: str = DEFAULT_KAFKA_VERSION, brokers: int = 1,
-                   racks: tuple[str, ...] = (), port: int | None = None, startup_timeout: float = 90.0,
-                   security: str = "plaintext", users: Mapping[str, str | None] | None = None) -> BrokerInfo:
+def start_detached(
+    *,
+    tansu: bool = False,
+    version: str = DEFAULT_KAFKA_VERSION,
+    brokers: int = 1,
+    racks: tuple[str, ...] = (),
+    port: int | None = None,
+    startup_timeout: float = 90.0,
+    security: str = "plaintext",
+    users: Mapping[str, str | None] | None = None,
+) -> BrokerInfo:
     """Start a broker that keeps running after this process exits, until :func:`stop_detached`."""
-    _workdir, plan = _planned(lambda workdir: _tansu_plan(workdir, port) if tansu else
-                              _kafka_plan(workdir, version, brokers, tuple(racks), port, startup_timeout,
-                                          security=security, users=users))
+    _workdir, plan = _planned(
+        lambda workdir: (
+            _tansu_plan(workdir, port)
+            if tansu
+            else _kafka_plan(
+                workdir, version, brokers, tuple(racks), port, startup_timeout, security=security, users=users
+            )
+        )
+    )
     first_port = split_bootstrap(plan["bootstrap"])[0][1]
     plan["state_file"] = str(run_dir() / f"broker-{first_port}.json")
     _proc, report = _spawn_supervisor(plan, detached=True)
@@ -326,8 +405,7 @@ def detached_brokers() -> list[dict[str, Any]]:
 
 def stop_detached(port: int | None = None, timeout: float = 30.0) -> list[dict[str, Any]]:
     """Stop the detached broker listening on ``port`` (every one when None); returns those stopped."""
-    targets = [s for s in detached_brokers()
-               if port is None or port in [p for _, p in split_bootstrap(s["bootstrap"])]]
+    targets = [s for s in detached_brokers() if port is None or port in [p for _, p in split_bootstrap(s["bootstrap"])]]
     for state in targets:
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(state["supervisor_pid"]), signal.SIGTERM)

@@ -28,8 +28,14 @@ _COMPLETE = ".complete"
 # "Downloaded from central: https://.../x.jar (1.2 MB at 3.4 MB/s)"
 _DOWNLOADED = re.compile(r"Downloaded from [^:]+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
 _UNITS = {"B": 1, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
-_OFFLINE_HINTS = ("Could not transfer", "Unknown host", "Network is unreachable", "Connection refused",
-                  "Could not resolve dependencies", "Connect to")
+_OFFLINE_HINTS = (
+    "Could not transfer",
+    "Unknown host",
+    "Network is unreachable",
+    "Connection refused",
+    "Could not resolve dependencies",
+    "Connect to",
+)
 
 
 def jar_dir(name: str) -> Path:
@@ -49,11 +55,15 @@ def _pom(coordinates: Sequence[str]) -> str:
     deps = []
     for coordinate in coordinates:
         group, artifact, version = coordinate.split(":")
-        deps.append(f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
-                    f"<version>{escape(version)}</version></dependency>")
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
-            "<groupId>kassign.cache</groupId><artifactId>jars</artifactId><version>1</version>"
-            "<packaging>pom</packaging><dependencies>" + "".join(deps) + "</dependencies></project>\n")
+        deps.append(
+            f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
+            f"<version>{escape(version)}</version></dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>kassign.cache</groupId><artifactId>jars</artifactId><version>1</version>"
+        "<packaging>pom</packaging><dependencies>" + "".join(deps) + "</dependencies></project>\n"
+    )
 
 
 class _Progress:
@@ -96,19 +106,28 @@ def resolve_jars(name: str, coordinates: Sequence[str], *, label: str | None = N
         raise BrokerUnavailable(
             f"no cached jars for {label} in {target} and no `mvn` on PATH: install Maven (e.g. apt install maven) "
             f"so kassign can fetch them from Maven Central, or fill that directory with the jars and an empty "
-            f"{_COMPLETE} file")
+            f"{_COMPLETE} file"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     progress = _Progress(f"{label}: fetching jars")
     with tempfile.TemporaryDirectory(prefix="kassign-mvn-", dir=target.parent) as work:
         work_path = Path(work)
         (work_path / "pom.xml").write_text(_pom(coordinates))
         out = work_path / "jars"
-        cmd = [mvn, "-B", "-f", str(work_path / "pom.xml"), "dependency:copy-dependencies",
-               f"-DoutputDirectory={out}", "-DincludeScope=runtime"]
+        cmd = [
+            mvn,
+            "-B",
+            "-f",
+            str(work_path / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={out}",
+            "-DincludeScope=runtime",
+        ]
         log.info("resolving %s from Maven Central: %s", label, " ".join(coordinates))
         tail: list[str] = []
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             tail = (tail + [line.rstrip()])[-40:]
@@ -122,7 +141,8 @@ def resolve_jars(name: str, coordinates: Sequence[str], *, label: str | None = N
             first = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exited with {code}"
             if any(hint in "\n".join(tail) for hint in _OFFLINE_HINTS):
                 raise BrokerUnavailable(
-                    f"could not fetch {label} from Maven Central and nothing is cached in {target}: {first[:300]}")
+                    f"could not fetch {label} from Maven Central and nothing is cached in {target}: {first[:300]}"
+                )
             raise BrokerUnavailable(f"mvn failed resolving {label}: {first[:300]}")
         (out / _COMPLETE).write_text(" ".join(coordinates) + "\n")
         if target.exists():  # a concurrent resolution finished first; theirs is as good as ours

@@ -12,15 +12,24 @@ from collections.abc import Callable
 
 from kassign.broker.errors import BrokerUnavailable
 
-__all__ = ["split_bootstrap", "probe_metadata", "wait_for_broker", "find_coordinator", "free_port", "port_in_use",
-           "api_versions", "consumer_group_protocol_missing", "CONSUMER_GROUP_HEARTBEAT", "tls_context"]
+__all__ = [
+    "split_bootstrap",
+    "probe_metadata",
+    "wait_for_broker",
+    "find_coordinator",
+    "free_port",
+    "port_in_use",
+    "api_versions",
+    "consumer_group_protocol_missing",
+    "CONSUMER_GROUP_HEARTBEAT",
+    "tls_context",
+]
 
 #: The API key of ConsumerGroupHeartbeat (KIP-848): a broker that lists it speaks the consumer group protocol.
 CONSUMER_GROUP_HEARTBEAT = 68
 
 #: FindCoordinator errors that only mean "not yet": the coordinator is loading, moving or being elected.
-_COORDINATOR_RETRIABLE = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
-                          16: "NOT_COORDINATOR"}
+_COORDINATOR_RETRIABLE = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR"}
 
 
 def free_port() -> int:
@@ -83,8 +92,9 @@ def tls_context(tls: dict[str, str]) -> ssl.SSLContext:
     return context
 
 
-def _exchange(host: str, port: int, request: bytes, correlation_id: int, timeout: float,
-              tls: dict[str, str] | None = None) -> bytes:
+def _exchange(
+    host: str, port: int, request: bytes, correlation_id: int, timeout: float, tls: dict[str, str] | None = None
+) -> bytes:
     """Send one request (over TLS when ``tls`` names the files, see :func:`tls_context`); returns the
     response body after its correlation id."""
     with socket.create_connection((host, port), timeout=timeout) as raw:
@@ -103,8 +113,13 @@ def _find_coordinator_request(group_id: str, correlation_id: int) -> bytes:
     # FindCoordinator v1 (api key 10): the newest without flexible encoding; key type 0 is a group.
     client_id = b"kassign-probe"
     key = group_id.encode()
-    body = (struct.pack(">hhih", 10, 1, correlation_id, len(client_id)) + client_id
-            + struct.pack(">h", len(key)) + key + struct.pack(">b", 0))
+    body = (
+        struct.pack(">hhih", 10, 1, correlation_id, len(client_id))
+        + client_id
+        + struct.pack(">h", len(key))
+        + key
+        + struct.pack(">b", 0)
+    )
     return struct.pack(">i", len(body)) + body
 
 
@@ -113,7 +128,7 @@ def _coordinator_answer(body: bytes) -> tuple[int, int]:
     _throttle_ms, error = struct.unpack(">ih", body[:6])
     (message_len,) = struct.unpack(">h", body[6:8])
     at = 8 + max(0, message_len)  # a null error message has length -1
-    (node_id,) = struct.unpack(">i", body[at:at + 4])
+    (node_id,) = struct.unpack(">i", body[at : at + 4])
     return error, node_id
 
 
@@ -127,20 +142,23 @@ def find_coordinator(bootstrap: str, group_id: str, timeout: float = 30.0) -> in
     while True:
         for host, port in addrs:
             try:
-                error, node_id = _coordinator_answer(_exchange(
-                    host, port, _find_coordinator_request(group_id, 11), 11, timeout=2.0))
+                error, node_id = _coordinator_answer(
+                    _exchange(host, port, _find_coordinator_request(group_id, 11), 11, timeout=2.0)
+                )
             except (OSError, ConnectionError, struct.error) as exc:
                 last = f"{host}:{port}: {exc}"
                 continue
             if error == 0 and node_id >= 0:
                 return node_id
             if error not in _COORDINATOR_RETRIABLE:
-                raise BrokerUnavailable(f"FindCoordinator for group {group_id!r} at {host}:{port} failed "
-                                        f"with error code {error}")
+                raise BrokerUnavailable(
+                    f"FindCoordinator for group {group_id!r} at {host}:{port} failed with error code {error}"
+                )
             last = f"{host}:{port}: {_COORDINATOR_RETRIABLE[error]}"
         if time.monotonic() >= deadline:
-            raise BrokerUnavailable(f"no coordinator for group {group_id!r} at {bootstrap} within "
-                                    f"{timeout:.0f} s ({last})")
+            raise BrokerUnavailable(
+                f"no coordinator for group {group_id!r} at {bootstrap} within {timeout:.0f} s ({last})"
+            )
         time.sleep(0.1)
 
 
@@ -163,7 +181,7 @@ def api_versions(bootstrap: str, timeout: float = 5.0) -> dict[int, tuple[int, i
             error, count = struct.unpack(">hi", body[:6])
             if error:
                 raise BrokerUnavailable(f"ApiVersions at {host}:{port} failed with error code {error}")
-            keys = [struct.unpack(">hhh", body[6 + 6 * i:12 + 6 * i]) for i in range(count)]
+            keys = [struct.unpack(">hhh", body[6 + 6 * i : 12 + 6 * i]) for i in range(count)]
             return {key: (low, high) for key, low, high in keys}
         except (OSError, ConnectionError, struct.error) as exc:
             last = f"{host}:{port}: {exc}"
@@ -182,8 +200,10 @@ def consumer_group_protocol_missing(bootstrap: str, timeout: float = 5.0) -> str
     if versions is not None and versions[1] >= 1:
         return None
     listed = "lists none" if versions is None else f"lists only version {versions[1]} (the pre-4.0 preview)"
-    return (f"no consumer group protocol (KIP-848): ApiVersions {listed} of ConsumerGroupHeartbeat "
-            f"(API key {CONSUMER_GROUP_HEARTBEAT}); it needs Apache Kafka 4.0+")
+    return (
+        f"no consumer group protocol (KIP-848): ApiVersions {listed} of ConsumerGroupHeartbeat "
+        f"(API key {CONSUMER_GROUP_HEARTBEAT}); it needs Apache Kafka 4.0+"
+    )
 
 
 def probe_metadata(host: str, port: int, timeout: float, tls: dict[str, str] | None = None) -> int:
@@ -192,9 +212,15 @@ def probe_metadata(host: str, port: int, timeout: float, tls: dict[str, str] | N
     return n_brokers
 
 
-def wait_for_broker(bootstrap: str, timeout: float = 30.0, *, process: subprocess.Popen | None = None,
-                    min_brokers: int = 1, alive: Callable[[], str | None] | None = None,
-                    tls: dict[str, str] | None = None) -> None:
+def wait_for_broker(
+    bootstrap: str,
+    timeout: float = 30.0,
+    *,
+    process: subprocess.Popen | None = None,
+    min_brokers: int = 1,
+    alive: Callable[[], str | None] | None = None,
+    tls: dict[str, str] | None = None,
+) -> None:
     """Block until some bootstrap address answers Metadata listing at least ``min_brokers`` brokers
     (asked over mutual TLS when ``tls`` names the CA, certificate and key files).
 

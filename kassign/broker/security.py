@@ -36,12 +36,24 @@ from kassign.broker.versions import version_tuple
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SECURITY_MODES", "SUPER_USER", "SCRAM_MECHANISMS", "ClientSecurity", "SecurityPlan", "plan_security",
-           "check_security", "MIN_SECURE_VERSION"]
+__all__ = [
+    "SECURITY_MODES",
+    "SUPER_USER",
+    "SCRAM_MECHANISMS",
+    "ClientSecurity",
+    "SecurityPlan",
+    "plan_security",
+    "check_security",
+    "MIN_SECURE_VERSION",
+]
 
 #: mode -> the client listener's security protocol (None: the plain PLAINTEXT cluster).
-SECURITY_MODES: dict[str, str | None] = {"plaintext": None, "sasl-scram": "SASL_PLAINTEXT", "sasl-ssl": "SASL_SSL",
-                                         "ssl": "SSL"}
+SECURITY_MODES: dict[str, str | None] = {
+    "plaintext": None,
+    "sasl-scram": "SASL_PLAINTEXT",
+    "sasl-ssl": "SASL_SSL",
+    "ssl": "SSL",
+}
 #: The super user every secured cluster has (besides the brokers' own principal).
 SUPER_USER = "admin"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -63,8 +75,9 @@ def check_security(mode: str, version: str) -> str | None:
         return None
     if protocol.startswith("SASL_") and version_tuple(version)[:2] < MIN_SECURE_VERSION:
         low = ".".join(map(str, MIN_SECURE_VERSION))
-        raise BrokerUnavailable(f"--security {mode} needs Apache Kafka {low} or newer (SCRAM users at format time, "
-                                f"KIP-900); got {version}")
+        raise BrokerUnavailable(
+            f"--security {mode} needs Apache Kafka {low} or newer (SCRAM users at format time, KIP-900); got {version}"
+        )
     return protocol
 
 
@@ -75,7 +88,8 @@ def check_users(users: Mapping[str, str | None]) -> dict[str, str]:
     for user, password in users.items():
         if not _NAME.match(user) or user == BROKER_CN:
             raise BrokerUnavailable(
-                f"user name {user!r}: use 1-64 letters, digits, '.', '_' or '-' (not {BROKER_CN!r})")
+                f"user name {user!r}: use 1-64 letters, digits, '.', '_' or '-' (not {BROKER_CN!r})"
+            )
         if password is not None and not _PASSWORD.match(password):
             raise BrokerUnavailable(f"password of user {user!r}: use 1-128 letters, digits or . _ ~ -")
         out[user] = password or secrets.token_urlsafe(16)
@@ -109,8 +123,9 @@ class ClientSecurity:
             raise KeyError(f"no user {user!r} on this cluster; its users are {', '.join(sorted(self.users))}")
         return user
 
-    def aiokafka_settings(self, user: str | None = None, *, password: str | None = None,
-                          mechanism: str | None = None) -> dict[str, Any]:
+    def aiokafka_settings(
+        self, user: str | None = None, *, password: str | None = None, mechanism: str | None = None
+    ) -> dict[str, Any]:
         """Keyword arguments for ``CooperativeConsumer`` / ``AIOKafkaConsumer`` / ``AIOKafkaProducer`` /
         ``AIOKafkaAdminClient`` as ``user`` (default ``admin``); ``password`` overrides the real one
         (a test of a wrong password)."""
@@ -119,8 +134,11 @@ class ClientSecurity:
         user = self._user(user)
         out: dict[str, Any] = {"security_protocol": self.security_protocol}
         if self.sasl:
-            out.update(sasl_mechanism=mechanism or self.mechanism, sasl_plain_username=user,
-                       sasl_plain_password=self.users[user] if password is None else password)
+            out.update(
+                sasl_mechanism=mechanism or self.mechanism,
+                sasl_plain_username=user,
+                sasl_plain_password=self.users[user] if password is None else password,
+            )
         if self.tls:
             cert, key = self.client_certs.get(user, (None, None)) if not self.sasl else (None, None)
             out["ssl_context"] = create_ssl_context(cafile=self.ca_file, certfile=cert, keyfile=key)
@@ -144,8 +162,11 @@ class ClientSecurity:
         user = self._user(user)
         lines = [f'security_protocol="{self.security_protocol}",']
         if self.sasl:
-            lines += [f'sasl_mechanism="{self.mechanism}",', f'sasl_plain_username="{user}",',
-                      f'sasl_plain_password="{self.users[user]}",']
+            lines += [
+                f'sasl_mechanism="{self.mechanism}",',
+                f'sasl_plain_username="{user}",',
+                f'sasl_plain_password="{self.users[user]}",',
+            ]
         if self.tls:
             args = f'cafile="{self.ca_file}"'
             if not self.sasl:
@@ -161,15 +182,25 @@ class ClientSecurity:
         return f"{self.security_protocol}, {how}users {who}; StandardAuthorizer; CA {self.ca_file}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "security_protocol": self.security_protocol, "users": self.users,
-                "ca_file": self.ca_file, "client_certs": {u: list(p) for u, p in self.client_certs.items()},
-                "mechanism": self.mechanism}
+        return {
+            "mode": self.mode,
+            "security_protocol": self.security_protocol,
+            "users": self.users,
+            "ca_file": self.ca_file,
+            "client_certs": {u: list(p) for u, p in self.client_certs.items()},
+            "mechanism": self.mechanism,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClientSecurity:
-        return cls(mode=data["mode"], security_protocol=data["security_protocol"], users=dict(data["users"]),
-                   ca_file=data["ca_file"], client_certs={u: (p[0], p[1]) for u, p in data["client_certs"].items()},
-                   mechanism=data.get("mechanism", "SCRAM-SHA-512"))
+        return cls(
+            mode=data["mode"],
+            security_protocol=data["security_protocol"],
+            users=dict(data["users"]),
+            ca_file=data["ca_file"],
+            client_certs={u: (p[0], p[1]) for u, p in data["client_certs"].items()},
+            mechanism=data.get("mechanism", "SCRAM-SHA-512"),
+        )
 
 
 @dataclass(frozen=True)
@@ -183,8 +214,9 @@ class SecurityPlan:
     probe_tls: dict[str, str]
 
 
-def plan_security(mode: str, version: str, directory: Path, users: Mapping[str, str | None] | None = None
-                  ) -> SecurityPlan | None:
+def plan_security(
+    mode: str, version: str, directory: Path, users: Mapping[str, str | None] | None = None
+) -> SecurityPlan | None:
     """Generate the CA and keystores in ``directory`` and plan a cluster secured as ``mode`` (None for
     ``plaintext``). ``users``: name -> password (None: generated) besides the super user ``admin``."""
     protocol = check_security(mode, version)
@@ -214,12 +246,21 @@ def plan_security(mode: str, version: str, directory: Path, users: Mapping[str, 
         props["listener.name.client.ssl.client.auth"] = "none"
         for mechanism in SCRAM_MECHANISMS:
             props[f"listener.name.client.{mechanism.lower()}.sasl.jaas.config"] = (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
             for user, password in passwords.items():
                 format_args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
     client = ClientSecurity(
-        mode=mode, security_protocol=protocol, users=passwords if sasl else {u: "" for u in passwords},
-        ca_file=str(tls.ca), client_certs={u: (str(c), str(k)) for u, (c, k) in tls.clients.items()})
+        mode=mode,
+        security_protocol=protocol,
+        users=passwords if sasl else {u: "" for u in passwords},
+        ca_file=str(tls.ca),
+        client_certs={u: (str(c), str(k)) for u, (c, k) in tls.clients.items()},
+    )
     log.info("secured cluster planned: %s", client.describe())
-    return SecurityPlan(client=client, properties=props, format_args=format_args,
-                        probe_tls={"ca": str(tls.ca), "cert": str(tls.broker_cert), "key": str(tls.broker_key)})
+    return SecurityPlan(
+        client=client,
+        properties=props,
+        format_args=format_args,
+        probe_tls={"ca": str(tls.ca), "cert": str(tls.broker_cert), "key": str(tls.broker_key)},
+    )

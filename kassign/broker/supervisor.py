@@ -76,8 +76,15 @@ class Supervisor:
     def _spawn(self, argv: list[str], log_path: str) -> subprocess.Popen:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(log_path + ".out", "ab") as out:  # the child keeps its own copy of the descriptor
-            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=self.plan["workdir"], start_new_session=True, preexec_fn=_die_with_parent)
+            return subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.plan["workdir"],
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
 
     def _format(self) -> None:
         formats = [(n["format_argv"], n["log"]) for n in self.plan["nodes"] if n.get("format_argv")]
@@ -87,11 +94,13 @@ class Supervisor:
                 code = proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                raise BrokerUnavailable(f"formatting the storage took over 120 s; its output ends:\n"
-                                        f"{log_tail(log_path + '.out')}") from None
+                raise BrokerUnavailable(
+                    f"formatting the storage took over 120 s; its output ends:\n{log_tail(log_path + '.out')}"
+                ) from None
             if code != 0:
-                raise BrokerUnavailable(f"formatting the storage failed (exit {proc.returncode}):\n"
-                                        f"{log_tail(log_path + '.out')}")
+                raise BrokerUnavailable(
+                    f"formatting the storage failed (exit {proc.returncode}):\n{log_tail(log_path + '.out')}"
+                )
 
     def _gone(self) -> str | None:
         for node, proc in zip(self.plan["nodes"], self.procs):
@@ -110,16 +119,28 @@ class Supervisor:
         try:
             # A secured cluster is asked on its mutual-TLS INTERNAL listener (the plan's "probe").
             probe = self.plan.get("probe") or {}
-            wait_for_broker(probe.get("bootstrap", self.plan["bootstrap"]), timeout,
-                            min_brokers=int(self.plan.get("min_brokers", 1)), alive=self._gone, tls=probe.get("tls"))
+            wait_for_broker(
+                probe.get("bootstrap", self.plan["bootstrap"]),
+                timeout,
+                min_brokers=int(self.plan.get("min_brokers", 1)),
+                alive=self._gone,
+                tls=probe.get("tls"),
+            )
         except BrokerUnavailable as exc:
             if "within" in str(exc):
                 tail = log_tail(self.plan["nodes"][0]["log"]) or log_tail(self.plan["nodes"][0]["log"] + ".out")
-                raise BrokerUnavailable(f"the broker did not answer within {timeout:.0f} s; its log "
-                                        f"({self.plan['nodes'][0]['log']}) ends:\n{tail}") from None
+                raise BrokerUnavailable(
+                    f"the broker did not answer within {timeout:.0f} s; its log "
+                    f"({self.plan['nodes'][0]['log']}) ends:\n{tail}"
+                ) from None
             raise
-        return {"ready": True, "bootstrap": self.plan["bootstrap"], "pids": [p.pid for p in self.procs],
-                "supervisor_pid": os.getpid(), "startup_s": round(time.monotonic() - began, 2)}
+        return {
+            "ready": True,
+            "bootstrap": self.plan["bootstrap"],
+            "pids": [p.pid for p in self.procs],
+            "supervisor_pid": os.getpid(),
+            "startup_s": round(time.monotonic() - began, 2),
+        }
 
     def _index(self, node_id: int) -> int:
         for index, node in enumerate(self.plan["nodes"]):
@@ -230,8 +251,11 @@ def _report(payload: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     plan = json.loads(Path(args[0]).read_text())
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor: %(message)s",
-                        filename=str(Path(plan["workdir"]) / "supervisor.log"))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s supervisor: %(message)s",
+        filename=str(Path(plan["workdir"]) / "supervisor.log"),
+    )
     supervisor = Supervisor(plan)
     # A signal during start-up must still stop what has been started.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -244,9 +268,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     state = plan.get("state_file")
     if state:
-        Path(state).write_text(json.dumps({**plan.get("describe", {}), **report, "workdir": plan["workdir"],
-                                           "probe": plan.get("probe"),
-                                           "logs": [n["log"] for n in plan["nodes"]]}))
+        Path(state).write_text(
+            json.dumps(
+                {
+                    **plan.get("describe", {}),
+                    **report,
+                    "workdir": plan["workdir"],
+                    "probe": plan.get("probe"),
+                    "logs": [n["log"] for n in plan["nodes"]],
+                }
+            )
+        )
         Path(state).chmod(0o600)  # a secured cluster's state names its users' passwords
     _report(report)
     if plan.get("detached"):

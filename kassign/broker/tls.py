@@ -72,27 +72,55 @@ def make_tls_files(directory: Path, users: Iterable[str]) -> TlsFiles:
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = name("kassign local CA")
-    ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now).not_valid_after(until)
-               .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                            content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                            key_agreement=False, encipher_only=False, decipher_only=False),
-                              critical=True)
-               .sign(ca_key, hashes.SHA256()))
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
 
     def issue(cn: str, *, server: bool):  # noqa: ANN202
         key = ec.generate_private_key(ec.SECP256R1())
-        builder = (x509.CertificateBuilder().subject_name(name(cn)).issuer_name(ca_name)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now).not_valid_after(until)
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage([eku.SERVER_AUTH, eku.CLIENT_AUTH] if server
-                                                        else [eku.CLIENT_AUTH]), critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(until)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.ExtendedKeyUsage([eku.SERVER_AUTH, eku.CLIENT_AUTH] if server else [eku.CLIENT_AUTH]),
+                critical=False,
+            )
+        )
         if server:
-            builder = builder.add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
         return key, builder.sign(ca_key, hashes.SHA256())
 
     pem = serialization.Encoding.PEM
@@ -102,23 +130,38 @@ def make_tls_files(directory: Path, users: Iterable[str]) -> TlsFiles:
     def write_pair(cn: str, key, cert) -> tuple[Path, Path]:  # noqa: ANN001
         cert_path, key_path = directory / f"{cn}.pem", directory / f"{cn}.key"
         cert_path.write_bytes(cert.public_bytes(pem))
-        _write_private(key_path, key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                   serialization.NoEncryption()))
+        _write_private(
+            key_path, key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        )
         return cert_path, key_path
 
     broker_key, broker_cert = issue(BROKER_CN, server=True)
     broker_cert_path, broker_key_path = write_pair(BROKER_CN, broker_key, broker_cert)
     password = secrets.token_urlsafe(18)
     keystore = directory / "broker.p12"
-    _write_private(keystore, pkcs12.serialize_key_and_certificates(
-        BROKER_CN.encode(), broker_key, broker_cert, [ca_cert],
-        serialization.BestAvailableEncryption(password.encode())))
+    _write_private(
+        keystore,
+        pkcs12.serialize_key_and_certificates(
+            BROKER_CN.encode(),
+            broker_key,
+            broker_cert,
+            [ca_cert],
+            serialization.BestAvailableEncryption(password.encode()),
+        ),
+    )
     clients = {}
     for user in users:
         if user == BROKER_CN:
             raise BrokerUnavailable(f"user name {user!r} is taken by the brokers' own certificate; pick another")
         clients[user] = write_pair(user, *issue(user, server=False))
-    log.info("TLS files for a local broker in %s (CA, broker keystore, %d client certificates)",
-             directory, len(clients))
-    return TlsFiles(ca=ca_path, keystore=keystore, keystore_password=password, broker_cert=broker_cert_path,
-                    broker_key=broker_key_path, clients=clients)
+    log.info(
+        "TLS files for a local broker in %s (CA, broker keystore, %d client certificates)", directory, len(clients)
+    )
+    return TlsFiles(
+        ca=ca_path,
+        keystore=keystore,
+        keystore_password=password,
+        broker_cert=broker_cert_path,
+        broker_key=broker_key_path,
+        clients=clients,
+    )

@@ -41,6 +41,8 @@ def kafka_version(version: str) -> str:
     are allowed (a Maven Central release kassign has not tested)."""
     if version_tuple(version) < MIN_KAFKA_VERSION:
         low = ".".join(map(str, MIN_KAFKA_VERSION))
-        raise BrokerUnavailable(f"Kafka version {version}: kassign runs Kafka in KRaft mode, which needs {low} or "
-                                f"newer (tested: {', '.join(TESTED_KAFKA_VERSIONS)})")
+        raise BrokerUnavailable(
+            f"Kafka version {version}: kassign runs Kafka in KRaft mode, which needs {low} or "
+            f"newer (tested: {', '.join(TESTED_KAFKA_VERSIONS)})"
+        )
     return version.strip()

@@ -55,32 +55,55 @@ def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(
         prog="kassign demo",
         description="Eager vs cooperative-sticky vs cooperative-sticky with the fast follow-up (or, with "
-                    "--protocol consumer, eager vs kassign on the classic protocol vs kassign on KIP-848), on a "
-                    "live group of aiokafka consumers: scale 3 -> 6 -> 3 and a rolling restart, then a summary "
-                    "with the three side by side, a PNG timeline and the events.")
-    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None,
-                    help="host:port[,...] of a Kafka cluster to use instead of a local one "
-                         "(default: $KAFKA_BOOTSTRAP_SERVERS, else a local Apache Kafka started from "
-                         "Maven Central's jars, else the embedded Tansu)")
-    ap.add_argument("--tansu", action="store_true",
-                    help="run on the embedded Tansu broker (no Java needed) instead of Apache Kafka")
-    ap.add_argument("--kafka-version", default=None,
-                    help="Apache Kafka version of the local broker (default: kassign broker's default)")
+        "--protocol consumer, eager vs kassign on the classic protocol vs kassign on KIP-848), on a "
+        "live group of aiokafka consumers: scale 3 -> 6 -> 3 and a rolling restart, then a summary "
+        "with the three side by side, a PNG timeline and the events.",
+    )
+    ap.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None,
+        help="host:port[,...] of a Kafka cluster to use instead of a local one "
+        "(default: $KAFKA_BOOTSTRAP_SERVERS, else a local Apache Kafka started from "
+        "Maven Central's jars, else the embedded Tansu)",
+    )
+    ap.add_argument(
+        "--tansu", action="store_true", help="run on the embedded Tansu broker (no Java needed) instead of Apache Kafka"
+    )
+    ap.add_argument(
+        "--kafka-version",
+        default=None,
+        help="Apache Kafka version of the local broker (default: kassign broker's default)",
+    )
     ap.add_argument("--out", default="kassign-demo-out", help="output directory (default %(default)s)")
-    ap.add_argument("--quick", action="store_true",
-                    help="a short run: 6 partitions, 2 -> 4 -> 2 members, one restart")
-    ap.add_argument("--protocol", choices=PROTOCOLS, default="classic",
-                    help="classic (default): eager vs kassign's cooperative-sticky without and with the fast "
-                         "follow-up; consumer: eager vs kassign's classic default vs kassign on the consumer "
-                         "group protocol (KIP-848, Apache Kafka 4.0+; needs confluent-kafka)")
-    ap.add_argument("--only", choices=ALL_LABELS, default=None, metavar="LABEL",
-                    help="run one mode only: " + "; ".join(f"--protocol {p}: {', '.join(run_labels(p))}"
-                                                            for p in PROTOCOLS))
+    ap.add_argument("--quick", action="store_true", help="a short run: 6 partitions, 2 -> 4 -> 2 members, one restart")
+    ap.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="classic",
+        help="classic (default): eager vs kassign's cooperative-sticky without and with the fast "
+        "follow-up; consumer: eager vs kassign's classic default vs kassign on the consumer "
+        "group protocol (KIP-848, Apache Kafka 4.0+; needs confluent-kafka)",
+    )
+    ap.add_argument(
+        "--only",
+        choices=ALL_LABELS,
+        default=None,
+        metavar="LABEL",
+        help="run one mode only: " + "; ".join(f"--protocol {p}: {', '.join(run_labels(p))}" for p in PROTOCOLS),
+    )
     ap.add_argument("--rate", type=float, default=None, help="records per second (default 300, quick 200)")
-    ap.add_argument("--session-ms", type=int, default=None,
-                    help="consumer session timeout (default 1500 on a local broker, 6000 with --bootstrap)")
-    ap.add_argument("--heartbeat-ms", type=int, default=None,
-                    help="consumer heartbeat interval (default 250 on a local broker, 500 with --bootstrap)")
+    ap.add_argument(
+        "--session-ms",
+        type=int,
+        default=None,
+        help="consumer session timeout (default 1500 on a local broker, 6000 with --bootstrap)",
+    )
+    ap.add_argument(
+        "--heartbeat-ms",
+        type=int,
+        default=None,
+        help="consumer heartbeat interval (default 250 on a local broker, 500 with --bootstrap)",
+    )
     ap.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     return ap
 
@@ -108,12 +131,18 @@ def _check_consumer_protocol(args: argparse.Namespace) -> None:
 
     tansu = args.tansu or (not args.bootstrap and os.environ.get("KASSIGN_BROKER", "").strip().lower() == "tansu")
     if tansu:
-        raise CLIError("--protocol consumer needs Apache Kafka 4.0+: Tansu does not speak the consumer group "
-                       "protocol (KIP-848)", "leave --tansu (and KASSIGN_BROKER=tansu) out, or use --protocol classic",
-                       EXIT_INPUT)
+        raise CLIError(
+            "--protocol consumer needs Apache Kafka 4.0+: Tansu does not speak the consumer group protocol (KIP-848)",
+            "leave --tansu (and KASSIGN_BROKER=tansu) out, or use --protocol classic",
+            EXIT_INPUT,
+        )
     if importlib.util.find_spec("confluent_kafka") is None:
-        raise CLIError("--protocol consumer needs confluent-kafka to set the KIP-848 group's session timeout and "
-                       "heartbeat interval", "pip install 'kassign[demo,confluent]'", EXIT_INPUT)
+        raise CLIError(
+            "--protocol consumer needs confluent-kafka to set the KIP-848 group's session timeout and "
+            "heartbeat interval",
+            "pip install 'kassign[demo,confluent]'",
+            EXIT_INPUT,
+        )
 
 
 def _configure_group(bootstrap: str, group_id: str, session_ms: int, heartbeat_ms: int) -> None:
@@ -125,17 +154,24 @@ def _configure_group(bootstrap: str, group_id: str, session_ms: int, heartbeat_m
     except GroupConfigError as exc:
         values = f"consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms={heartbeat_ms}"
         if not isinstance(exc, GroupTimingRefused):
-            raise CLIError(f"setting {values} for the KIP-848 group at {bootstrap} failed ({exc.reason})",
-                           "check that the cluster answers; demo.log in --out has the details", EXIT_RUNTIME) from None
+            raise CLIError(
+                f"setting {values} for the KIP-848 group at {bootstrap} failed ({exc.reason})",
+                "check that the cluster answers; demo.log in --out has the details",
+                EXIT_RUNTIME,
+            ) from None
         if exc.out_of_bounds:
             raise CLIError(
                 f"the cluster at {bootstrap} refused {values} for the KIP-848 group ({exc.reason})",
                 "lower group.consumer.min.session.timeout.ms and group.consumer.min.heartbeat.interval.ms on its "
                 "brokers (Kafka's defaults: 45000 and 5000), or give every run timing within its bounds, e.g. "
-                "--session-ms 45000 --heartbeat-ms 5000", EXIT_RUNTIME) from None
-        raise CLIError(f"the cluster at {bootstrap} refused {values} for the KIP-848 group ({exc.reason})",
-                       "the consumer group protocol needs Apache Kafka 4.0+; or use --protocol classic",
-                       EXIT_RUNTIME) from None
+                "--session-ms 45000 --heartbeat-ms 5000",
+                EXIT_RUNTIME,
+            ) from None
+        raise CLIError(
+            f"the cluster at {bootstrap} refused {values} for the KIP-848 group ({exc.reason})",
+            "the consumer group protocol needs Apache Kafka 4.0+; or use --protocol classic",
+            EXIT_RUNTIME,
+        ) from None
 
 
 def _broker_group_type(bootstrap: str, group_id: str) -> str | None:
@@ -167,12 +203,23 @@ async def _run_all(bootstrap: str, args: argparse.Namespace, out: TextIO, tty: b
     # Before the first run, so a cluster that refuses the timing costs no run.
     for spec in specs:
         if spec.broker_timing:
-            await asyncio.to_thread(_configure_group, bootstrap, names[spec.label][1], timing.session_ms,
-                                    timing.heartbeat_ms)
+            await asyncio.to_thread(
+                _configure_group, bootstrap, names[spec.label][1], timing.session_ms, timing.heartbeat_ms
+            )
     for spec in specs:
-        result = await run_protocol(bootstrap, spec.label, spec.title, spec.consumer_factory(), plan, timing, out,
-                                    tty=tty, on_interrupted=results.append, names=names[spec.label],
-                                    group_protocol=spec.group_protocol)
+        result = await run_protocol(
+            bootstrap,
+            spec.label,
+            spec.title,
+            spec.consumer_factory(),
+            plan,
+            timing,
+            out,
+            tty=tty,
+            on_interrupted=results.append,
+            names=names[spec.label],
+            group_protocol=spec.group_protocol,
+        )
         if args.protocol == "consumer":
             # The broker's word on which protocol the group used (its members have left; the group stays).
             result.broker_group_type = await asyncio.to_thread(_broker_group_type, bootstrap, result.group_id)
@@ -183,15 +230,18 @@ def _local_broker(stack: contextlib.ExitStack, args: argparse.Namespace):
     """Apache Kafka from Maven Central's jars (Tansu with ``--tansu``, or when Kafka cannot run here)."""
     from kassign.broker import open_broker
 
-    env = {"KASSIGN_BROKER": "tansu" if args.tansu else os.environ.get("KASSIGN_BROKER", ""),
-           "KASSIGN_KAFKA_VERSION": args.kafka_version or os.environ.get("KASSIGN_KAFKA_VERSION", "")}
+    env = {
+        "KASSIGN_BROKER": "tansu" if args.tansu else os.environ.get("KASSIGN_BROKER", ""),
+        "KASSIGN_KAFKA_VERSION": args.kafka_version or os.environ.get("KASSIGN_KAFKA_VERSION", ""),
+    }
     info = stack.enter_context(open_broker(env=env))
     if args.protocol == "consumer" and not info.is_real_kafka:
-        raise CLIError(f"--protocol consumer needs Apache Kafka 4.0+, but the local broker is {info.describe()} "
-                       f"(Apache Kafka could not start here; see {Path(args.out) / 'demo.log'})",
-                       "install Java 17+ so kassign can start Apache Kafka, give --bootstrap, "
-                       "or use --protocol classic",
-                       EXIT_RUNTIME)
+        raise CLIError(
+            f"--protocol consumer needs Apache Kafka 4.0+, but the local broker is {info.describe()} "
+            f"(Apache Kafka could not start here; see {Path(args.out) / 'demo.log'})",
+            "install Java 17+ so kassign can start Apache Kafka, give --bootstrap, or use --protocol classic",
+            EXIT_RUNTIME,
+        )
     return info
 
 
@@ -210,8 +260,15 @@ def _write_outputs(results: list, out_dir: Path, plot: bool) -> list[Path]:
     if plot:
         from kassign.timeline.plot import TimelinePanel, render_timelines
 
-        panels = [TimelinePanel(r.events, marks=r.marks, title=f"{r.title}: {r.group_id}" + (
-            f" (interrupted during {r.interrupted_during})" if r.interrupted else "")) for r in results]
+        panels = [
+            TimelinePanel(
+                r.events,
+                marks=r.marks,
+                title=f"{r.title}: {r.group_id}"
+                + (f" (interrupted during {r.interrupted_during})" if r.interrupted else ""),
+            )
+            for r in results
+        ]
         written.append(Path(render_timelines(panels, out_dir / "timeline.png")))
     return written
 
@@ -240,9 +297,11 @@ def _logs_to_file(path: Path, *, quiet_console: bool) -> Iterator[None]:
 def _unreachable(exc: BaseException, bootstrap: str) -> CLIError | None:
     """A CLIError for a cluster the clients cannot reach (aiokafka's connection errors), else None."""
     if type(exc).__name__ in ("KafkaConnectionError", "NoBrokersAvailable") or isinstance(exc, ConnectionError):
-        return CLIError(f"cannot reach the Kafka cluster at {bootstrap}: {exc}",
-                        "check --bootstrap and that the cluster is up, or leave --bootstrap out to start a "
-                        "local broker", EXIT_RUNTIME)
+        return CLIError(
+            f"cannot reach the Kafka cluster at {bootstrap}: {exc}",
+            "check --bootstrap and that the cluster is up, or leave --bootstrap out to start a local broker",
+            EXIT_RUNTIME,
+        )
     return None
 
 
@@ -254,27 +313,39 @@ def _group_protocol_failure(exc: BaseException, bootstrap: str) -> CLIError | No
         if not isinstance(error, str) or not error:
             continue
         if error == "UNSUPPORTED_VERSION":
-            return CLIError(f"the cluster at {bootstrap} does not support the consumer group protocol (KIP-848): "
-                            f"{failure}", "use Apache Kafka 4.0+ with group.coordinator.rebalance.protocols "
-                            "including consumer, or --protocol classic", EXIT_RUNTIME)
-        return CLIError(f"member {name} of the KIP-848 group {getattr(exc, 'group_id', '')} failed with {error}: "
-                        f"{failure}", "see demo.log in --out", EXIT_RUNTIME)
+            return CLIError(
+                f"the cluster at {bootstrap} does not support the consumer group protocol (KIP-848): {failure}",
+                "use Apache Kafka 4.0+ with group.coordinator.rebalance.protocols "
+                "including consumer, or --protocol classic",
+                EXIT_RUNTIME,
+            )
+        return CLIError(
+            f"member {name} of the KIP-848 group {getattr(exc, 'group_id', '')} failed with {error}: {failure}",
+            "see demo.log in --out",
+            EXIT_RUNTIME,
+        )
     return None
 
 
 def _interrupted(results: list, out_dir: Path, plot: bool) -> int:
     """After Ctrl-C (members closed, broker stopped): write what ran and say where, in one line."""
     if not results:
-        print(f"kassign demo: interrupted before any run recorded a step; the log is {out_dir / 'demo.log'}",
-              file=sys.stderr)
+        print(
+            f"kassign demo: interrupted before any run recorded a step; the log is {out_dir / 'demo.log'}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     _write_outputs(results, out_dir, plot=plot)
     last = results[-1]
-    where = (f"during the {last.label} run's step {last.interrupted_during!r}" if last.interrupted
-             else f"after the {last.label} run")
+    where = (
+        f"during the {last.label} run's step {last.interrupted_during!r}"
+        if last.interrupted
+        else f"after the {last.label} run"
+    )
     files = "summary.json, *.jsonl" + (", timeline.png" if plot else "")
-    print(f"kassign demo: interrupted {where}; partial results of what ran so far in {out_dir} ({files})",
-          file=sys.stderr)
+    print(
+        f"kassign demo: interrupted {where}; partial results of what ran so far in {out_dir} ({files})", file=sys.stderr
+    )
     return EXIT_INTERRUPTED
 
 

@@ -28,8 +28,16 @@ from kassign.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupTiming", "Timeline", "RecordLedger", "KeyedStream", "DemoMember", "DemoGroup", "MemberFailed",
-           "create_topic"]
+__all__ = [
+    "GroupTiming",
+    "Timeline",
+    "RecordLedger",
+    "KeyedStream",
+    "DemoMember",
+    "DemoGroup",
+    "MemberFailed",
+    "create_topic",
+]
 
 #: Builds a consumer from AIOKafkaConsumer's keyword arguments (the class itself, or kassign's).
 ConsumerFactory = Callable[..., Any]
@@ -274,8 +282,12 @@ class DemoMember:
         )
         self.consumer.subscribe([g.topic], listener=_Listener(self))
         # Which group protocol the member speaks (aiokafka's own consumer knows only the classic one).
-        self.timeline.emit(self.name, "subscribed", topics=[g.topic],
-                           group_protocol=getattr(self.consumer, "group_protocol", "classic"))
+        self.timeline.emit(
+            self.name,
+            "subscribed",
+            topics=[g.topic],
+            group_protocol=getattr(self.consumer, "group_protocol", "classic"),
+        )
         await self.consumer.start()
         next_commit = time.monotonic() + g.timing.commit_interval_s
         try:

@@ -97,6 +97,7 @@ def run_specs(protocol: str, only: str | None = None) -> list[RunSpec]:
         raise ValueError(f"unknown protocol {protocol!r}: choose from {', '.join(PROTOCOLS)}")
     specs = [RunSpec(*row) for row in _PLANS[protocol]]
     if only is not None and only not in {s.label for s in specs}:
-        raise ValueError(f"--only {only!r} is not a run of --protocol {protocol}: choose from "
-                         f"{', '.join(s.label for s in specs)}")
+        raise ValueError(
+            f"--only {only!r} is not a run of --protocol {protocol}: choose from {', '.join(s.label for s in specs)}"
+        )
     return [s for s in specs if only is None or s.label == only]

@@ -122,8 +122,9 @@ async def run_protocol(
     topic, group_id = names if names is not None else demo_names(label)
     await create_topic(bootstrap, topic, plan.partitions)
     ledger = RecordLedger()
-    group = DemoGroup(bootstrap, group_id, topic, plan.partitions, consumer_factory, protocol_name=label,
-                      timing=timing, ledger=ledger)
+    group = DemoGroup(
+        bootstrap, group_id, topic, plan.partitions, consumer_factory, protocol_name=label, timing=timing, ledger=ledger
+    )
     stream = KeyedStream(bootstrap, topic, ledger, rate=plan.rate)
     view = LiveView(title, group, stream, out, tty=tty)
     marks: dict[str, float] = {}
@@ -152,7 +153,10 @@ async def run_protocol(
     def result(interrupted_during: str | None = None) -> RunResult:
         interrupted = interrupted_during is not None
         return RunResult(
-            label=label, title=title, group_id=group_id, topic=topic,
+            label=label,
+            title=title,
+            group_id=group_id,
+            topic=topic,
             events=sorted(group.timeline.events, key=lambda e: e.t),
             marks=dict(marks),
             phases=_phases(marks, drain_start if drain_start is not None else time.time()),
@@ -175,12 +179,12 @@ async def run_protocol(
         await settle_and_hold()
 
         await step(f"scale out {plan.base}\u2192{plan.peak}")
-        for name in member_names[plan.base:]:
+        for name in member_names[plan.base :]:
             group.start_member(name)
         await settle_and_hold()
 
         await step(f"scale in {plan.peak}\u2192{plan.base}")
-        await group.stop_members(member_names[plan.base:])
+        await group.stop_members(member_names[plan.base :])
         await settle_and_hold()
 
         for name in member_names[: plan.restarts]:

@@ -47,9 +47,15 @@ def summarize(result: RunResult) -> tuple[list[StepSummary], dict[str, PhaseMetr
         row.handovers += m.handovers
         row.rounds += m.rounds
         row.settle_s += m.settle_s
-    total = StepSummary(result.label, "total", sum(r.unowned_ps for r in rows.values()),
-                        sum(r.moved for r in rows.values()), sum(r.rounds for r in rows.values()),
-                        sum(r.settle_s for r in rows.values()), sum(r.handovers for r in rows.values()))
+    total = StepSummary(
+        result.label,
+        "total",
+        sum(r.unowned_ps for r in rows.values()),
+        sum(r.moved for r in rows.values()),
+        sum(r.rounds for r in rows.values()),
+        sum(r.settle_s for r in rows.values()),
+        sum(r.handovers for r in rows.values()),
+    )
     return [*rows.values(), total], per_phase
 
 
@@ -62,8 +68,7 @@ def format_table(results: Sequence[RunResult]) -> str:
         steps += [step for step in rows if step not in steps and step != "total"]
     steps.append("total")
     width = max([len("run"), *(len(result.title) for result in results)])
-    header = (f"{'step':<16} {'run':<{width}} {'partition-s unowned':>19} {'handovers':>9} {'rounds':>6} "
-              f"{'settle s':>8}")
+    header = f"{'step':<16} {'run':<{width}} {'partition-s unowned':>19} {'handovers':>9} {'rounds':>6} {'settle s':>8}"
     lines = [header, "-" * len(header)]
     for step in steps:
         first = True
@@ -71,32 +76,43 @@ def format_table(results: Sequence[RunResult]) -> str:
             row = rows.get(step)
             if row is None:
                 continue
-            lines.append(f"{step if first else '':<16} {result.title:<{width}} {row.unowned_ps:19.1f} "
-                         f"{row.handovers:9d} {row.rounds:6d} {row.settle_s:8.1f}")
+            lines.append(
+                f"{step if first else '':<16} {result.title:<{width}} {row.unowned_ps:19.1f} "
+                f"{row.handovers:9d} {row.rounds:6d} {row.settle_s:8.1f}"
+            )
             first = False
     lines.append("")
-    lines.append("partition-s unowned: seconds each partition had no owner, summed; handovers: times a partition "
-                 "was given to another member than its last owner (a restarted member's partitions handed to "
-                 "others and back count twice); rounds: rebalance generations; settle s: from each step to its "
-                 "last ownership change, summed.")
+    lines.append(
+        "partition-s unowned: seconds each partition had no owner, summed; handovers: times a partition "
+        "was given to another member than its last owner (a restarted member's partitions handed to "
+        "others and back count twice); rounds: rebalance generations; settle s: from each step to its "
+        "last ownership change, summed."
+    )
     lines.append("")
     for i, result in enumerate(results):
         label = "records" if i == 0 else ""
         if result.interrupted:
-            lines.append(f"{label:<16} {result.title:<{width}} INTERRUPTED during {result.interrupted_during}: "
-                         f"{result.produced} produced, {result.duplicates} processed twice, lost not measured "
-                         f"(the records were not drained)")
+            lines.append(
+                f"{label:<16} {result.title:<{width}} INTERRUPTED during {result.interrupted_during}: "
+                f"{result.produced} produced, {result.duplicates} processed twice, lost not measured "
+                f"(the records were not drained)"
+            )
         else:
-            lines.append(f"{label:<16} {result.title:<{width}} {result.produced} produced, {result.lost} lost, "
-                         f"{result.duplicates} processed twice")
+            lines.append(
+                f"{label:<16} {result.title:<{width}} {result.produced} produced, {result.lost} lost, "
+                f"{result.duplicates} processed twice"
+            )
         if result.unsettled:
-            lines.append(f"{'':<16} {result.title:<{width}} DID NOT SETTLE within the deadline: "
-                         f"{', '.join(result.unsettled)}")
+            lines.append(
+                f"{'':<16} {result.title:<{width}} DID NOT SETTLE within the deadline: {', '.join(result.unsettled)}"
+            )
     if any(result.broker_group_type for result in results):
         for i, result in enumerate(results):
             label = "group type" if i == 0 else ""
-            lines.append(f"{label:<16} {result.title:<{width}} {result.broker_group_type or 'not described'} "
-                         f"(the broker's description; members spoke {result.group_protocol})")
+            lines.append(
+                f"{label:<16} {result.title:<{width}} {result.broker_group_type or 'not described'} "
+                f"(the broker's description; members spoke {result.group_protocol})"
+            )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -118,10 +134,18 @@ def summary_json(results: Sequence[RunResult]) -> dict[str, Any]:
             "group_protocol": result.group_protocol,
             "broker_group_type": result.broker_group_type,
             "marks": result.marks,
-            "steps": {r.step: {"unowned_ps": round(r.unowned_ps, 3), "moved": r.moved, "handovers": r.handovers,
-                               "rounds": r.rounds,
-                               "settle_s": round(r.settle_s, 3)} for r in rows},
-            "phases": {name: {"start": a, "end": b, **per_phase[name].as_dict()}
-                       for name, (a, b) in result.phases.items()},
+            "steps": {
+                r.step: {
+                    "unowned_ps": round(r.unowned_ps, 3),
+                    "moved": r.moved,
+                    "handovers": r.handovers,
+                    "rounds": r.rounds,
+                    "settle_s": round(r.settle_s, 3),
+                }
+                for r in rows
+            },
+            "phases": {
+                name: {"start": a, "end": b, **per_phase[name].as_dict()} for name, (a, b) in result.phases.items()
+            },
         }
     return out

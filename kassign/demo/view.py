@@ -22,8 +22,17 @@ _BOLD, _DIM, _RED, _GREEN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m"
 class LiveView:
     """Shows one run's group while it runs; call :meth:`run` as a task and set :attr:`step`."""
 
-    def __init__(self, title: str, group: DemoGroup, stream: KeyedStream, out: TextIO, *, tty: bool,
-                 interval: float = 0.5, line_every: float = 5.0) -> None:
+    def __init__(
+        self,
+        title: str,
+        group: DemoGroup,
+        stream: KeyedStream,
+        out: TextIO,
+        *,
+        tty: bool,
+        interval: float = 0.5,
+        line_every: float = 5.0,
+    ) -> None:
         self.title, self.group, self.stream, self.out, self.tty = title, group, stream, out, tty
         self.interval, self.line_every = interval, line_every
         self.step = "starting"
@@ -96,8 +105,10 @@ class LiveView:
         self._last_line, self._last_line_time = key, now
         owned = " ".join(f"{n}:{len(self.group.members[n].owned)}" for n in self.group.live_members())
         total = sum(self._rates.get(n, 0.0) for n in self.group.live_members())
-        return (f"[{time.monotonic() - self._start:6.1f}s] {self.title} | {self.step} | {state} | "
-                f"members {owned or '-'} | {total:.0f} records/s")
+        return (
+            f"[{time.monotonic() - self._start:6.1f}s] {self.title} | {self.step} | {state} | "
+            f"members {owned or '-'} | {total:.0f} records/s"
+        )
 
     def draw(self, *, force: bool = False) -> None:
         """Redraw (terminal) or print a progress line when something changed (otherwise)."""

@@ -33,8 +33,15 @@ from kassign.protocol.follow_up_mark import read_follow_up
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClassicMember", "JoinPreparation", "SyncOutcome", "select_rebalance_protocol", "FENCING_ERRORS",
-           "MEMBER_ID_KEPT_ERRORS", "FATAL_FENCING_ERRORS"]
+__all__ = [
+    "ClassicMember",
+    "JoinPreparation",
+    "SyncOutcome",
+    "select_rebalance_protocol",
+    "FENCING_ERRORS",
+    "MEMBER_ID_KEPT_ERRORS",
+    "FATAL_FENCING_ERRORS",
+]
 
 #: Errors after which a member's generation is gone: what it owned may already be someone else's.
 FENCING_ERRORS = frozenset({"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"})
@@ -133,12 +140,24 @@ class ClassicMember:
     def cooperative(self) -> bool:
         return self.protocol is RebalanceProtocol.COOPERATIVE
 
-    def subscription(self, topics: Iterable[str], user_data: bytes | None = None, *, rack: str | None = None,
-                     instance_id: str | None = None) -> Subscription:
+    def subscription(
+        self,
+        topics: Iterable[str],
+        user_data: bytes | None = None,
+        *,
+        rack: str | None = None,
+        instance_id: str | None = None,
+    ) -> Subscription:
         """What JoinGroup carries for one assignor: topics, its user data, the owned partitions and
         the generation they came from, the rack."""
-        return Subscription(sorted(set(topics)), user_data, sorted(self.owned),
-                            None if self.owned_generation < 0 else self.owned_generation, rack, instance_id)
+        return Subscription(
+            sorted(set(topics)),
+            user_data,
+            sorted(self.owned),
+            None if self.owned_generation < 0 else self.owned_generation,
+            rack,
+            instance_id,
+        )
 
     # -- giving partitions up ----------------------------------------------------------------
 
@@ -148,14 +167,16 @@ class ClassicMember:
         self._acquired = {}
         return lost
 
-    def held_since(self, generation: int, partitions: Iterable[TopicPartition]
-                   ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+    def held_since(
+        self, generation: int, partitions: Iterable[TopicPartition]
+    ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
         """Of ``partitions``, those owned without interruption since ``generation`` (a commit issued then
         may still be completed for them) and the others (revoked or lost since, perhaps handed back
         later: another member may have processed them meanwhile, so their offsets are stale)."""
         partitions = frozenset(partitions)
-        held = frozenset(tp for tp in partitions
-                         if tp in self.owned and self._acquired.get(tp, generation + 1) <= generation)
+        held = frozenset(
+            tp for tp in partitions if tp in self.owned and self._acquired.get(tp, generation + 1) <= generation
+        )
         return held, partitions - held
 
     def prepare_join(self, topics: Collection[str], *, generation_reset: bool = False) -> JoinPreparation:
@@ -196,22 +217,39 @@ class ClassicMember:
         may_own = unreadable - self._emptied_unreadable if self.cooperative else frozenset()
         self._emptying_unreadable = unreadable
         self._rejoin_after_sync = bool(may_own)
-        return assign_group(assignor, partitions_per_topic, subscriptions, self.protocol, generation,
-                            partition_racks=partition_racks, unreadable=unreadable, may_own=may_own,
-                            follow_up=self.follow_up)
+        return assign_group(
+            assignor,
+            partitions_per_topic,
+            subscriptions,
+            self.protocol,
+            generation,
+            partition_racks=partition_racks,
+            unreadable=unreadable,
+            may_own=may_own,
+            follow_up=self.follow_up,
+        )
 
     # -- after SyncGroup ---------------------------------------------------------------------
 
-    def on_sync(self, generation: int, assignment: Assignment, topics: Collection[str],
-                assignor: PartitionAssignor | None = None) -> SyncOutcome:
+    def on_sync(
+        self,
+        generation: int,
+        assignment: Assignment,
+        topics: Collection[str],
+        assignor: PartitionAssignor | None = None,
+    ) -> SyncOutcome:
         """Adopt the assignment of ``generation``: cooperative members revoke ``owned - assigned``, add
         ``assigned - owned`` and keep the rest; eager members, which revoked everything before
         joining, add it all. ``assignor`` (the round's) hears of the assignment and reads its user data."""
         assigned = frozenset(TopicPartition(*tp) for tp in assignment.partitions)
         ignored = frozenset(tp for tp in assigned if tp.topic not in topics)
         if ignored:
-            log.warning("generation %s assigned partitions of topics this member does not subscribe to: %s; "
-                        "ignoring them and rejoining", generation, sorted(ignored))
+            log.warning(
+                "generation %s assigned partitions of topics this member does not subscribe to: %s; "
+                "ignoring them and rejoining",
+                generation,
+                sorted(ignored),
+            )
             assigned -= ignored
         # The mark is stripped whether or not this member acts on it: the assignor sees its own bytes.
         mark, user_data = read_follow_up(assignment.user_data)
@@ -221,8 +259,7 @@ class ClassicMember:
         else:
             revoked, added, kept = _EMPTY, assigned, _EMPTY
         self.owned, self.owned_generation = assigned, generation
-        self._acquired = {tp: self._acquired.get(tp, generation) if tp in kept else generation
-                          for tp in assigned}
+        self._acquired = {tp: self._acquired.get(tp, generation) if tp in kept else generation for tp in assigned}
 
         self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
         rejoin = None
@@ -251,8 +288,20 @@ class ClassicMember:
                     reschedule = True
                     delay = getattr(assignor, "rejoin_after_s", None)
                     rejoin_after_s = None if delay is None else max(0.0, float(delay))
-        return SyncOutcome(generation, assigned, added, revoked, kept, ignored, user_data, follow_up, rejoin,
-                           reschedule, rejoin_after_s, error)
+        return SyncOutcome(
+            generation,
+            assigned,
+            added,
+            revoked,
+            kept,
+            ignored,
+            user_data,
+            follow_up,
+            rejoin,
+            reschedule,
+            rejoin_after_s,
+            error,
+        )
 
 
 def _call_assignor(assignor: PartitionAssignor, method: str, *args: Any) -> Exception | None:

@@ -146,8 +146,9 @@ class MemberState(enum.Enum):
 
 
 #: States in which a new target assignment is taken (Java's ``canHandleNewAssignment``).
-_ACCEPTS_ASSIGNMENT = frozenset({MemberState.JOINING, MemberState.RECONCILING, MemberState.ACKNOWLEDGING,
-                                 MemberState.STABLE})
+_ACCEPTS_ASSIGNMENT = frozenset(
+    {MemberState.JOINING, MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE}
+)
 #: States that send no heartbeat at all.
 _SILENT = frozenset({MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.STALE, MemberState.FATAL})
 #: States whose heartbeat goes out at once rather than on the interval.
@@ -240,8 +241,9 @@ class Fail:
     error: ConsumerGroupFatalError
 
 
-Action = (CommitOffsets | RevokePartitions | AssignPartitions | LosePartitions | FindCoordinator | Backoff | Report
-          | Fail)
+Action = (
+    CommitOffsets | RevokePartitions | AssignPartitions | LosePartitions | FindCoordinator | Backoff | Report | Fail
+)
 
 
 @dataclass(frozen=True)
@@ -330,8 +332,10 @@ class ConsumerGroupMember:
         self.server_assignor = server_assignor
         self.broker = broker
         if retry_backoff_ms < 0 or retry_backoff_max_ms < retry_backoff_ms:
-            raise ValueError(f"retry backoff must be 0 <= retry_backoff_ms <= retry_backoff_max_ms, got "
-                             f"{retry_backoff_ms!r} and {retry_backoff_max_ms!r}")
+            raise ValueError(
+                f"retry backoff must be 0 <= retry_backoff_ms <= retry_backoff_max_ms, got "
+                f"{retry_backoff_ms!r} and {retry_backoff_max_ms!r}"
+            )
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.state = MemberState.UNSUBSCRIBED
@@ -380,13 +384,15 @@ class ConsumerGroupMember:
         """A mark of what the member owns now, for :meth:`held_since` (grows with every reconciliation)."""
         return self._reconciliations
 
-    def held_since(self, mark: int, partitions: Iterable[TopicPartition]
-                   ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+    def held_since(
+        self, mark: int, partitions: Iterable[TopicPartition]
+    ) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
         """Of ``partitions``, those owned without interruption since :attr:`ownership_mark` was ``mark``
         (a commit issued then may still be completed for them) and the others (revoked or lost since,
         perhaps assigned again: another member may have processed them meanwhile)."""
-        since = {TopicPartition(self._names[p.topic_id], p.partition): self._acquired.get(p, mark + 1)
-                 for p in self._current}
+        since = {
+            TopicPartition(self._names[p.topic_id], p.partition): self._acquired.get(p, mark + 1) for p in self._current
+        }
         partitions = frozenset(partitions)
         held = frozenset(tp for tp in partitions if since.get(tp, mark + 1) <= mark)
         return held, partitions - held
@@ -421,14 +427,22 @@ class ConsumerGroupMember:
     def in_group(self) -> bool:
         """Whether the broker counts this member in the group with a positive epoch."""
         return self.member_epoch > 0 and self.state in (
-            MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.PREPARE_LEAVING)
+            MemberState.RECONCILING,
+            MemberState.ACKNOWLEDGING,
+            MemberState.STABLE,
+            MemberState.PREPARE_LEAVING,
+        )
 
     def commit_identity(self) -> tuple[str, int] | None:
         """``(member_id, member_epoch)`` for an OffsetCommit v9+, or None when the member has no epoch
         to commit with (joining, fenced, left): such a commit would be refused anyway."""
         if self.member_epoch > 0 and self.state in (
-                MemberState.RECONCILING, MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.PREPARE_LEAVING,
-                MemberState.JOINING):
+            MemberState.RECONCILING,
+            MemberState.ACKNOWLEDGING,
+            MemberState.STABLE,
+            MemberState.PREPARE_LEAVING,
+            MemberState.JOINING,
+        ):
             return self.member_id, self.member_epoch
         return None
 
@@ -494,7 +508,8 @@ class ConsumerGroupMember:
         self._retry_in_ms = None
         if self.state is MemberState.LEAVING:
             request = ConsumerGroupHeartbeatRequest(
-                self.group_id, self.member_id, self.member_epoch, instance_id=self.instance_id)
+                self.group_id, self.member_id, self.member_epoch, instance_id=self.instance_id
+            )
             # A leave heartbeat is sent once and not retried (as Java): the member is out either way.
             self.state = MemberState.STALE if self._stale_leave else MemberState.UNSUBSCRIBED
             self._stale_leave = False
@@ -513,18 +528,31 @@ class ConsumerGroupMember:
             # Java sends the instance id with every heartbeat: the broker checks it against the member.
             instance_id=self.instance_id,
             rack_id=self.rack_id if sent.rack_id != self.rack_id else None,
-            rebalance_timeout_ms=(self.rebalance_timeout_ms if sent.rebalance_timeout_ms != self.rebalance_timeout_ms
-                                  else -1),
+            rebalance_timeout_ms=(
+                self.rebalance_timeout_ms if sent.rebalance_timeout_ms != self.rebalance_timeout_ms else -1
+            ),
             # With a regex the names are empty: the broker subscribes the member to both.
             subscribed_topic_names=sorted(self._topics) if sent.topics != self._topics else None,
             subscribed_topic_regex=regex if send_regex else None,
-            server_assignor=(self.server_assignor if self.server_assignor is not None
-                             and sent.server_assignor != self.server_assignor else None),
-            topic_partitions=(_wire_partitions(self._current)
-                              if sent.owned != self._current or self.state is MemberState.ACKNOWLEDGING else None),
+            server_assignor=(
+                self.server_assignor
+                if self.server_assignor is not None and sent.server_assignor != self.server_assignor
+                else None
+            ),
+            topic_partitions=(
+                _wire_partitions(self._current)
+                if sent.owned != self._current or self.state is MemberState.ACKNOWLEDGING
+                else None
+            ),
         )
-        self._sent = _Sent(self.rebalance_timeout_ms, self._topics, regex if send_regex else sent.regex,
-                           self.server_assignor, self.rack_id, self._current)
+        self._sent = _Sent(
+            self.rebalance_timeout_ms,
+            self._topics,
+            regex if send_regex else sent.regex,
+            self.server_assignor,
+            self.rack_id,
+            self._current,
+        )
         self._regex_sent = self._regex_sent or bool(self._regex)
         self._in_flight = True
         if self.state is MemberState.ACKNOWLEDGING:
@@ -539,20 +567,31 @@ class ConsumerGroupMember:
         if response.error_code != 0:
             return self._on_error(error, response.error_message or "", response.error_code)
         self._failures, self._retry_in_ms = 0, None
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.STALE, MemberState.FENCED,
-                          MemberState.FATAL):
+        if self.state in (
+            MemberState.UNSUBSCRIBED,
+            MemberState.LEAVING,
+            MemberState.STALE,
+            MemberState.FENCED,
+            MemberState.FATAL,
+        ):
             log.debug("group %s: heartbeat answer ignored in state %s", self.group_id, self.state.name)
             return []
         if response.member_id:
             self.member_id = response.member_id
         if response.member_epoch != self.member_epoch:
-            log.info("group %s: member %s epoch %s -> %s", self.group_id, self.member_id, self.member_epoch,
-                     response.member_epoch)
+            log.info(
+                "group %s: member %s epoch %s -> %s",
+                self.group_id,
+                self.member_id,
+                self.member_epoch,
+                response.member_epoch,
+            )
         self.member_epoch = response.member_epoch
         self.heartbeat_interval_ms = response.heartbeat_interval_ms
         if response.assignment is not None and self.state in _ACCEPTS_ASSIGNMENT:
-            target = frozenset(TopicIdPartition(t.topic_id, p)
-                               for t in response.assignment.topic_partitions for p in t.partitions)
+            target = frozenset(
+                TopicIdPartition(t.topic_id, p) for t in response.assignment.topic_partitions for p in t.partitions
+            )
             if target != self._target:
                 self._target_epoch += 1
             self._target = target
@@ -574,8 +613,7 @@ class ConsumerGroupMember:
         self._in_flight = False
         self._sent = _Sent()
         backoff = self._retry_after_backoff()
-        log.info("group %s: heartbeat failed (%s); retrying in %s ms with every field", self.group_id, reason,
-                 backoff)
+        log.info("group %s: heartbeat failed (%s); retrying in %s ms with every field", self.group_id, reason, backoff)
         return [Backoff(reason)]
 
     def on_unsupported_version(self, detail: str = "") -> list[Action]:
@@ -603,8 +641,13 @@ class ConsumerGroupMember:
             if self.state in _SILENT:
                 return []
             failure = ConsumerGroupFatalError(error, message, code)
-            log.warning("group %s: member %s: %s; retrying in %s ms", self.group_id, self.member_id, failure,
-                        self._retry_after_backoff())
+            log.warning(
+                "group %s: member %s: %s; retrying in %s ms",
+                self.group_id,
+                self.member_id,
+                failure,
+                self._retry_after_backoff(),
+            )
             return [Report(failure), Backoff(error)]
         if error in _FENCING:
             return self._fenced(error, message)
@@ -623,11 +666,19 @@ class ConsumerGroupMember:
             return []
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.STALE, MemberState.FATAL, MemberState.FENCED):
             return []
-        log.warning("group %s: member %s fenced at epoch %s (%s%s); losing its partitions and rejoining",
-                    self.group_id, self.member_id, self.member_epoch, error, f": {message}" if message else "")
+        log.warning(
+            "group %s: member %s fenced at epoch %s (%s%s); losing its partitions and rejoining",
+            self.group_id,
+            self.member_id,
+            self.member_epoch,
+            error,
+            f": {message}" if message else "",
+        )
         lost = self.owned
-        reason = (f"the coordinator fenced member {self.member_id} at epoch {self.member_epoch} ({error}): its "
-                  "session expired or it was removed from the group")
+        reason = (
+            f"the coordinator fenced member {self.member_id} at epoch {self.member_epoch} ({error}): its "
+            "session expired or it was removed from the group"
+        )
         self.state = MemberState.FENCED
         self.member_epoch = JOIN_EPOCH
         self._clear_assignment()
@@ -636,10 +687,12 @@ class ConsumerGroupMember:
     def _fatal(self, error: str, message: str, code: int | None) -> list[Action]:
         if error == "UNSUPPORTED_VERSION":
             where = f"broker {self.broker}" if self.broker else "the group coordinator"
-            message = (f"{where} does not support the consumer group protocol (KIP-848, ConsumerGroupHeartbeat): it "
-                       "needs Apache Kafka 4.0 or newer with group.coordinator.rebalance.protocols including "
-                       "'consumer'; "
-                       f"use group_protocol='classic' with this cluster" + (f" ({message})" if message else ""))
+            message = (
+                f"{where} does not support the consumer group protocol (KIP-848, ConsumerGroupHeartbeat): it "
+                "needs Apache Kafka 4.0 or newer with group.coordinator.rebalance.protocols including "
+                "'consumer'; "
+                f"use group_protocol='classic' with this cluster" + (f" ({message})" if message else "")
+            )
         failure = ConsumerGroupFatalError(error, message, code)
         log.error("group %s: member %s failed: %s", self.group_id, self.member_id, failure)
         previous = self.state
@@ -706,8 +759,12 @@ class ConsumerGroupMember:
                 # A new target all the same: the broker may be waiting for this member to revoke what
                 # the target before asked for, so it hears the owned partitions again (Java bumps the
                 # local epoch and acknowledges).
-                log.info("group %s: new target at epoch %s needs no change; acknowledging %s", self.group_id,
-                         self.member_epoch, sorted(self.owned))
+                log.info(
+                    "group %s: new target at epoch %s needs no change; acknowledging %s",
+                    self.group_id,
+                    self.member_epoch,
+                    sorted(self.owned),
+                )
                 self._current_epoch = self._target_epoch
                 self.state = MemberState.ACKNOWLEDGING
             return None
@@ -726,8 +783,14 @@ class ConsumerGroupMember:
             names={tid: names_by_id[tid] for tid in {p.topic_id for p in assigned_ids}},
             target_epoch=self._target_epoch,
         )
-        log.info("group %s: reconciling at epoch %s: assigned %s, added %s, revoked %s", self.group_id,
-                 self.member_epoch, sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
+        log.info(
+            "group %s: reconciling at epoch %s: assigned %s, added %s, revoked %s",
+            self.group_id,
+            self.member_epoch,
+            sorted(rec.assigned),
+            sorted(rec.added),
+            sorted(rec.revoked),
+        )
         self._reconciling = rec
         return rec
 
@@ -789,19 +852,33 @@ class ConsumerGroupMember:
     def poll_timer_expired(self) -> list[Action]:
         """The application stopped polling for longer than its max poll interval: lose everything and
         leave (Java's STALE member); :meth:`poll_resumed` joins again."""
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE, MemberState.FENCED,
-                          MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+        if self.state in (
+            MemberState.UNSUBSCRIBED,
+            MemberState.FATAL,
+            MemberState.STALE,
+            MemberState.FENCED,
+            MemberState.PREPARE_LEAVING,
+            MemberState.LEAVING,
+        ):
             return []
         # The driver says so once, with the setting to change; here it is only the protocol's step.
-        log.info("group %s: member %s did not poll within the max poll interval; leaving the group",
-                 self.group_id, self.member_id)
+        log.info(
+            "group %s: member %s did not poll within the max poll interval; leaving the group",
+            self.group_id,
+            self.member_id,
+        )
         lost = self.owned
         self._clear_assignment()
         self.member_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
         self.state = MemberState.LEAVING
         self._stale_leave = True
-        return [LosePartitions(lost, f"max_poll_interval_ms={self.rebalance_timeout_ms} exceeded: it left the group "
-                                     "and rejoins when the application polls again")]
+        return [
+            LosePartitions(
+                lost,
+                f"max_poll_interval_ms={self.rebalance_timeout_ms} exceeded: it left the group "
+                "and rejoins when the application polls again",
+            )
+        ]
 
     def poll_resumed(self) -> None:
         """The application polls again: a stale member joins again."""

@@ -43,8 +43,10 @@ __all__ = ["FollowUpPolicy", "mark_assignments"]
 
 def mark_assignments(assignments: Mapping[str, Assignment], generation: int) -> dict[str, Assignment]:
     """Every member's assignment with its user data marked "follow-up pending" for ``generation``."""
-    return {member_id: Assignment(list(a.partitions), mark_follow_up(generation, a.user_data))
-            for member_id, a in assignments.items()}
+    return {
+        member_id: Assignment(list(a.partitions), mark_follow_up(generation, a.user_data))
+        for member_id, a in assignments.items()
+    }
 
 
 class FollowUpPolicy:
@@ -62,8 +64,9 @@ class FollowUpPolicy:
         self._marked_withheld: frozenset[object] = frozenset()
         self._repeated = False  # the last marked generation withheld again what the one before did
 
-    def leader_marks(self, cooperative: bool, withheld: Collection[object] | None, generation: int,
-                     members: Collection[str] = ()) -> bool:
+    def leader_marks(
+        self, cooperative: bool, withheld: Collection[object] | None, generation: int, members: Collection[str] = ()
+    ) -> bool:
         """Whether a leader marks the assignments of ``generation`` (``members``: its member ids): fast
         follow-up on, the cooperative protocol, the assignor withheld at least one partition, and not
         the second generation in a row to withhold, with no new member, partitions the marked
@@ -71,11 +74,18 @@ class FollowUpPolicy:
         if not (self.enabled and cooperative and withheld):
             return False
         withheld, members = frozenset(withheld), frozenset(members)
-        again = bool(generation == self._marked_generation + 1 and withheld & self._marked_withheld
-                     and members <= self._marked_members)
+        again = bool(
+            generation == self._marked_generation + 1
+            and withheld & self._marked_withheld
+            and members <= self._marked_members
+        )
         if again and self._repeated:
-            log.info("generation %s withholds again partitions generations %s withheld too, with no new member; "
-                     "not marking the follow-up", generation, f"{generation - 2}-{generation - 1}")
+            log.info(
+                "generation %s withholds again partitions generations %s withheld too, with no new member; "
+                "not marking the follow-up",
+                generation,
+                f"{generation - 2}-{generation - 1}",
+            )
             return False
         self._marked_generation, self._marked_members, self._marked_withheld = generation, members, withheld
         self._repeated = again
@@ -86,7 +96,10 @@ class FollowUpPolicy:
         follow-up at once: once per marked generation (not that one again, nor an older one)."""
         act = self.enabled and mark > self._last_mark
         if self.enabled and not act:
-            log.debug("follow-up mark for generation %s not acted on (last marked assignment: generation %s)",
-                      mark, self._last_mark)
+            log.debug(
+                "follow-up mark for generation %s not acted on (last marked assignment: generation %s)",
+                mark,
+                self._last_mark,
+            )
         self._last_mark = max(self._last_mark, mark)
         return act

@@ -66,8 +66,11 @@ def check_cooperative_assignment(
             claimants.setdefault(TopicPartition(*tp), []).append(member_id)
     conflicts = []
     for member_id in sorted(assignment):
-        owned = {TopicPartition(*tp) for tp in subscriptions[member_id].owned_partitions} \
-            if member_id in subscriptions else set()
+        owned = (
+            {TopicPartition(*tp) for tp in subscriptions[member_id].owned_partitions}
+            if member_id in subscriptions
+            else set()
+        )
         for tp in sorted({TopicPartition(*tp) for tp in assignment[member_id]} - owned):
             others = [m for m in claimants.get(tp, ()) if m != member_id]
             if others:
@@ -92,8 +95,9 @@ def exclude_unreadable(
     no readable member claims are withheld from everybody (they may be its own) until the next round.
     Returns the new assignment and the partitions withheld.
     """
-    claimed = {TopicPartition(*tp) for m, sub in subscriptions.items() if m not in unreadable
-               for tp in sub.owned_partitions}
+    claimed = {
+        TopicPartition(*tp) for m, sub in subscriptions.items() if m not in unreadable for tp in sub.owned_partitions
+    }
     out: dict[str, list[TopicPartition]] = {}
     withheld: list[TopicPartition] = []
     for member_id, partitions in result.items():
@@ -110,8 +114,11 @@ def exclude_unreadable(
                 keep.append(tp)
         out[member_id] = keep
     if unreadable:
-        log.error("members %s sent unreadable metadata: each gets an empty assignment%s", sorted(unreadable),
-                  f"; withholding {len(withheld)} unclaimed partitions until they have revoked" if withheld else "")
+        log.error(
+            "members %s sent unreadable metadata: each gets an empty assignment%s",
+            sorted(unreadable),
+            f"; withholding {len(withheld)} unclaimed partitions until they have revoked" if withheld else "",
+        )
     return out, sorted(withheld)
 
 
@@ -149,8 +156,10 @@ def assign_group(
             result, _ = exclude_unreadable(result, subscriptions, unreadable, may_own)
     log.info("assignor %s assigned %s", assignor.name, {m: len(ps) for m, ps in sorted(result.items())})
     user_data = getattr(assignor, "assignment_user_data", None)
-    assignments = {member_id: Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data)
-                   for member_id in subscriptions}
+    assignments = {
+        member_id: Assignment(sorted(TopicPartition(*tp) for tp in result[member_id]), user_data)
+        for member_id in subscriptions
+    }
     transferring = getattr(assignor, "partitions_transferring_ownership", None)
     if follow_up is not None and follow_up.leader_marks(cooperative, transferring, generation, subscriptions):
         log.info("generation %s: %d partitions withheld; marking the follow-up", generation, len(transferring or ()))

@@ -70,22 +70,43 @@ def _create_topic(bootstrap: str, topic: str, assignment: dict[int, list[int]], 
 def _parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="kassign replicas", description="Plan Kafka replica placement (rack-aware).")
     sub = parser.add_subparsers(dest="action", required=True)
-    plan = sub.add_parser("plan", help="plan a topic's replica placement", description=__doc__.split("\n\n")[0],
-                          epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    plan = sub.add_parser(
+        "plan",
+        help="plan a topic's replica placement",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     plan.add_argument("--brokers", help="broker ids with optional racks: 0:r1,1:r2,... (default: ask the cluster)")
-    plan.add_argument("--partitions", type=bounded_int("the partition count", 1, MAX_PARTITIONS_PER_TOPIC),
-                      required=True, help=f"number of partitions (1 to {MAX_PARTITIONS_PER_TOPIC:,})")
-    plan.add_argument("--replication-factor", type=bounded_int("the replication factor", 1, 32767), required=True,
-                      help="replicas per partition")
+    plan.add_argument(
+        "--partitions",
+        type=bounded_int("the partition count", 1, MAX_PARTITIONS_PER_TOPIC),
+        required=True,
+        help=f"number of partitions (1 to {MAX_PARTITIONS_PER_TOPIC:,})",
+    )
+    plan.add_argument(
+        "--replication-factor",
+        type=bounded_int("the replication factor", 1, 32767),
+        required=True,
+        help="replicas per partition",
+    )
     plan.add_argument("--topic", default="my-topic", help="topic name for the JSON and --create (default: my-topic)")
     plan.add_argument("--out", help="write the kafka-reassign-partitions JSON here ('-' for stdout)")
-    plan.add_argument("--start-index", type=int, default=-1,
-                      help="fixed start index (and initial shift) for a reproducible plan; -1 = random, as Kafka")
+    plan.add_argument(
+        "--start-index",
+        type=int,
+        default=-1,
+        help="fixed start index (and initial shift) for a reproducible plan; -1 = random, as Kafka",
+    )
     plan.add_argument("--start-partition", type=int, default=-1, help="first partition id (default 0)")
     plan.add_argument("--create", action="store_true", help="create the topic with this placement")
     plan.add_argument("--bootstrap-servers", help="cluster for --create, or to discover brokers and racks")
-    plan.add_argument("--timeout", type=finite_float("the timeout (s)", 0, 3600, low_inclusive=False), default=30.0,
-                      help="seconds to wait for the cluster (default 30)")
+    plan.add_argument(
+        "--timeout",
+        type=finite_float("the timeout (s)", 0, 3600, low_inclusive=False),
+        default=30.0,
+        help="seconds to wait for the cluster (default 30)",
+    )
     return parser
 
 
@@ -113,19 +134,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             brokers = _discover_brokers(args.bootstrap_servers, args.timeout)
         except Exception as exc:  # the admin client's KafkaException carries the reason
-            raise CLIError(f"reading brokers from {args.bootstrap_servers} failed: {exc}",
-                           "check that the cluster is up, or give --brokers", 1) from exc
+            raise CLIError(
+                f"reading brokers from {args.bootstrap_servers} failed: {exc}",
+                "check that the cluster is up, or give --brokers",
+                1,
+            ) from exc
     else:
         brokers = parse_brokers(args.brokers)
-    assignment = assign_replicas_to_brokers(brokers, args.partitions, args.replication_factor,
-                                            fixed_start_index=args.start_index, start_partition_id=args.start_partition)
+    assignment = assign_replicas_to_brokers(
+        brokers,
+        args.partitions,
+        args.replication_factor,
+        fixed_start_index=args.start_index,
+        start_partition_id=args.start_partition,
+    )
     document = reassignment_json(args.topic, assignment)
 
     # With the JSON on stdout, the human-readable plan goes to stderr so stdout stays parseable.
     report = sys.stderr if args.out == "-" else sys.stdout
     racked = all(rack is not None for rack in brokers.values())
-    print(f"topic {args.topic}: {args.partitions} partitions x {args.replication_factor} replicas on "
-          f"{len(brokers)} brokers ({'rack-aware' if racked else 'rack-unaware'})", file=report)
+    print(
+        f"topic {args.topic}: {args.partitions} partitions x {args.replication_factor} replicas on "
+        f"{len(brokers)} brokers ({'rack-aware' if racked else 'rack-unaware'})",
+        file=report,
+    )
     for partition, replicas in assignment.items():
         racks = f"  racks {[brokers[b] for b in replicas]}" if racked else ""
         print(f"  partition {partition}: replicas {replicas}{racks}", file=report)
@@ -146,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             _create_topic(args.bootstrap_servers, args.topic, assignment, args.timeout)
         except Exception as exc:  # the admin client's KafkaException carries the broker's reason
-            raise CLIError(f"creating topic {args.topic!r} failed: {exc}",
-                           "check the cluster, or that the topic does not exist yet", 1) from exc
+            raise CLIError(
+                f"creating topic {args.topic!r} failed: {exc}",
+                "check the cluster, or that the topic does not exist yet",
+                1,
+            ) from exc
         print(f"created topic {args.topic} with this placement", file=report)
     return 0

@@ -36,8 +36,9 @@ class PlacementSummary:
         return "\n".join(lines)
 
 
-def summarize(assignment: Mapping[int, Sequence[int]],
-              brokers: Mapping[int, str | None] | Sequence[int]) -> PlacementSummary:
+def summarize(
+    assignment: Mapping[int, Sequence[int]], brokers: Mapping[int, str | None] | Sequence[int]
+) -> PlacementSummary:
     """Count leaders and replicas per broker (every broker listed, even with none) and racks per partition."""
     ids = list(brokers)
     leaders = dict.fromkeys(ids, 0)

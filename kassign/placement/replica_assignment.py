@@ -142,8 +142,9 @@ def assign_replicas_to_brokers(
     return assignment
 
 
-def _rack_aware_replicas(broker_list: list[int], rack_of: Mapping[int, str | None], first: int, shift: int,
-                         replication_factor: int) -> list[int]:
+def _rack_aware_replicas(
+    broker_list: list[int], rack_of: Mapping[int, str | None], first: int, shift: int, replication_factor: int
+) -> list[int]:
     n = len(broker_list)
     n_racks = len(set(rack_of.values()))
     leader = broker_list[first]
@@ -159,7 +160,8 @@ def _rack_aware_replicas(broker_list: list[int], rack_of: Mapping[int, str | Non
             # Skip a broker whose rack already has a replica while another rack has none, and a
             # broker already holding one while another broker holds none.
             if (rack not in racks_used or len(racks_used) == n_racks) and (
-                    broker not in brokers_used or len(brokers_used) == n):
+                broker not in brokers_used or len(brokers_used) == n
+            ):
                 replicas.append(broker)
                 racks_used.add(rack)
                 brokers_used.add(broker)

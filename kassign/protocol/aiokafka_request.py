@@ -140,7 +140,8 @@ class AiokafkaRequest:
         if version < max(broker_min, cls.LOWEST_VERSION):
             raise UnsupportedApiVersion(
                 f"{cls.__name__}: the broker supports versions {broker_min}-{broker_max}, kassign "
-                f"{cls.LOWEST_VERSION}-{min(cls.HIGHEST_VERSION, self.max_version)}")
+                f"{cls.LOWEST_VERSION}-{min(cls.HIGHEST_VERSION, self.max_version)}"
+            )
         return PreparedRequest(self.message, version)
 
     def __repr__(self) -> str:

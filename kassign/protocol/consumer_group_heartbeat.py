@@ -88,6 +88,7 @@ class ConsumerGroupHeartbeatResponse(ApiMessage):
         Field.of("assignment", NestedStruct(ConsumerGroupHeartbeatAssignment), nullable_versions="0+"),
     )
 
+
 @dataclasses.dataclass(frozen=True)
 class ConsumerGroupHeartbeatRequest(ApiMessage):
     """A member's heartbeat; ``None`` fields (and ``rebalance_timeout_ms=-1``) mean "unchanged"."""

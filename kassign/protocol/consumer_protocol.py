@@ -131,4 +131,3 @@ def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     r.structure = f"ConsumerProtocolAssignment v{version}"
     partitions = _read_topic_partitions(r, "assigned_partitions")
     return Assignment(partitions, r.nullable_bytes("user_data"))
-

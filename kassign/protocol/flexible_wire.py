@@ -73,7 +73,7 @@ class FlexReader(Reader):
     def uuid(self, field: str) -> uuid.UUID:
         """Read a 16-byte UUID (most significant half first, as Java's ``Uuid``)."""
         self._need(16, field, self.pos)
-        value = uuid.UUID(bytes=bytes(self._view[self.pos:self.pos + 16]))
+        value = uuid.UUID(bytes=bytes(self._view[self.pos : self.pos + 16]))
         self.pos += 16
         return value
 
@@ -123,8 +123,9 @@ class FlexReader(Reader):
                 return None
             raise self.error(field, "non-nullable array is null", start)
         if count * min_element_size > self.remaining:
-            raise self.error(field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining",
-                             start)
+            raise self.error(
+                field, f"array of {count} elements cannot fit in the {self.remaining} bytes remaining", start
+            )
         return count
 
     def compact_int32_array(self, field: str, nullable: bool = False) -> list[int] | None:
@@ -143,7 +144,7 @@ class FlexReader(Reader):
             start = self.pos
             size = self.uvarint(f"{field} tag {tag} size")
             self._need(size, f"{field} tag {tag}", start)
-            fields.append(RawTaggedField(tag, bytes(self._view[self.pos:self.pos + size])))
+            fields.append(RawTaggedField(tag, bytes(self._view[self.pos : self.pos + size])))
             self.pos += size
         return tuple(fields)
 

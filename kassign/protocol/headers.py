@@ -117,7 +117,8 @@ def decode_request_frame(frame: bytes | bytearray | memoryview, message: type[M]
     probe = RequestHeader.read(FlexReader(data, "RequestHeader v1"), 1)
     if probe.request_api_key != message.API_KEY:
         raise ValueError(
-            f"request frame is for API key {probe.request_api_key}, not {message.__name__} ({message.API_KEY})")
+            f"request frame is for API key {probe.request_api_key}, not {message.__name__} ({message.API_KEY})"
+        )
     version = message.check_version(probe.request_api_version)
     r = FlexReader(data, "RequestHeader")
     header = RequestHeader.read(r, request_header_version(message, version))

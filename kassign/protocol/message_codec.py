@@ -22,9 +22,24 @@ from kassign.protocol.flexible_wire import FlexReader, FlexWriter, RawTaggedFiel
 from kassign.protocol.wire import as_buffer
 
 __all__ = [
-    "Versions", "Field", "FieldType", "INT16", "INT32", "INT64", "BOOL", "UUID", "STRING",
-    "CLASSIC_NULLABLE_STRING", "INT32_ARRAY", "STRING_ARRAY", "StructArray", "NestedStruct",
-    "FlexibleStruct", "Message", "ApiMessage", "TaggedFields",
+    "Versions",
+    "Field",
+    "FieldType",
+    "INT16",
+    "INT32",
+    "INT64",
+    "BOOL",
+    "UUID",
+    "STRING",
+    "CLASSIC_NULLABLE_STRING",
+    "INT32_ARRAY",
+    "STRING_ARRAY",
+    "StructArray",
+    "NestedStruct",
+    "FlexibleStruct",
+    "Message",
+    "ApiMessage",
+    "TaggedFields",
 ]
 
 #: The type of every struct's ``unknown_tagged_fields``.
@@ -217,8 +232,9 @@ class Field:
     ignorable: bool
 
     @classmethod
-    def of(cls, name: str, type: FieldType, versions: str = "0+", nullable_versions: str = "",
-           ignorable: bool = False) -> Field:
+    def of(
+        cls, name: str, type: FieldType, versions: str = "0+", nullable_versions: str = "", ignorable: bool = False
+    ) -> Field:
         """A field from Kafka's notation, e.g. ``Field.of("member_id", STRING, "9+", nullable_versions="9+")``."""
         return cls(name, type, Versions.parse(versions), Versions.parse(nullable_versions), ignorable)
 
@@ -263,12 +279,14 @@ def _write_struct(w: FlexWriter, obj: Any, struct: type[FlexibleStruct], version
         elif not f.ignorable and value != _default(struct, f.name):
             # Java refuses to drop a non-ignorable field silently; so does kassign.
             raise ValueError(
-                f"{_join(label, f.name)}={value!r} cannot be written at version {version}, which lacks the field")
+                f"{_join(label, f.name)}={value!r} cannot be written at version {version}, which lacks the field"
+            )
     if version in struct.FLEXIBLE_VERSIONS:
         w.tagged_fields(obj.unknown_tagged_fields, _join(label, "unknown_tagged_fields"))
     elif obj.unknown_tagged_fields:
-        raise ValueError(f"{_join(label, 'unknown_tagged_fields')} cannot be written at version {version}, "
-                         "which is not flexible")
+        raise ValueError(
+            f"{_join(label, 'unknown_tagged_fields')} cannot be written at version {version}, which is not flexible"
+        )
 
 
 def _read_struct(r: FlexReader, struct: type[S], version: int, label: str) -> S:
@@ -297,7 +315,8 @@ class Message(FlexibleStruct):
             raise TypeError(f"{cls.__name__} version must be an int, got {version!r}")
         if not cls.LOWEST_VERSION <= version <= cls.HIGHEST_VERSION:
             raise ValueError(
-                f"{cls.__name__} supports versions {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}, not {version}")
+                f"{cls.__name__} supports versions {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}, not {version}"
+            )
         return version
 
     def encode(self, version: int) -> bytes:

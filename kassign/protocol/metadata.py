@@ -132,8 +132,11 @@ class MetadataResponse(ApiMessage):
 
     def topic_names(self) -> dict[uuid.UUID, str]:
         """Topic id -> name of every topic answered without an error."""
-        return {t.topic_id: t.name for t in self.topics
-                if t.error_code == 0 and t.name is not None and t.topic_id != ZERO_UUID}
+        return {
+            t.topic_id: t.name
+            for t in self.topics
+            if t.error_code == 0 and t.name is not None and t.topic_id != ZERO_UUID
+        }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -82,4 +82,3 @@ def decode_cooperative_user_data(data: bytes | bytearray | memoryview) -> int:
     """The generation in CooperativeStickyAssignor user data V0 (trailing bytes ignored, as Java does)."""
     reader = Reader(as_buffer(data, "cooperative-sticky user data"), "CooperativeStickyAssignor user data V0")
     return reader.int32("generation")
-

@@ -50,5 +50,8 @@ def group_sorted(partitions: Iterable[TopicPartition], what: str) -> dict[str, l
         return {topic: sorted(grouped[topic]) for topic in sorted(grouped, key=java_string_order)}
     except (TypeError, AttributeError):
         bad = next((tp for tp in grouped if not isinstance(tp, str)), None)
-        raise TypeError(f"{what}: topics must be str and partitions int, got topic {bad!r}" if bad is not None
-                        else f"{what}: partitions must be int") from None
+        raise TypeError(
+            f"{what}: topics must be str and partitions int, got topic {bad!r}"
+            if bad is not None
+            else f"{what}: partitions must be int"
+        ) from None

@@ -87,7 +87,7 @@ class Reader:
     def _utf8(self, length: int, field: str, start: int) -> str:
         """The next ``length`` bytes as UTF-8 text (a string field whose length began at ``start``)."""
         self._need(length, field, start)
-        raw = self._view[self.pos:self.pos + length]
+        raw = self._view[self.pos : self.pos + length]
         self.pos += length
         try:
             return str(raw, "utf-8")
@@ -109,7 +109,7 @@ class Reader:
         if length < 0:
             return None
         self._need(length, field, start)
-        value = bytes(self._view[self.pos:self.pos + length])
+        value = bytes(self._view[self.pos : self.pos + length])
         self.pos += length
         return value
 
@@ -132,7 +132,7 @@ class Reader:
         """The next ``count`` big-endian int32 (the count already checked against what remains)."""
         values = array("i")
         end = self.pos + 4 * count
-        values.frombytes(self._view[self.pos:end])
+        values.frombytes(self._view[self.pos : end])
         if _SWAP:
             values.byteswap()
         self.pos = end
@@ -176,7 +176,8 @@ class Writer:
         raw = value.encode("utf-8")
         if len(raw) > _MAX_STRING_BYTES:
             raise ValueError(
-                f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}")
+                f"{field} {value[:40]!r}... is {len(raw)} bytes of UTF-8, more than Kafka's {_MAX_STRING_BYTES}"
+            )
         return raw
 
     def string(self, value: str, field: str) -> None:

@@ -58,9 +58,17 @@ BENCH_MODES: dict[str, BenchMode] = {
     "rdkafka848": BenchMode("cooperative-sticky", "librdkafka", group_protocol="consumer"),
 }
 #: meta.json's ``mode`` -> the short name.
-MODE_NAMES = {"eager": "eager", "cooperative": "coop", "cooperative+fast-follow-up": "fast",
-              "cooperative+static": "static", "java-cooperative": "java", "librdkafka-cooperative": "rdkafka",
-              "consumer": "kip848", "java-consumer": "java848", "librdkafka-consumer": "rdkafka848"}
+MODE_NAMES = {
+    "eager": "eager",
+    "cooperative": "coop",
+    "cooperative+fast-follow-up": "fast",
+    "cooperative+static": "static",
+    "java-cooperative": "java",
+    "librdkafka-cooperative": "rdkafka",
+    "consumer": "kip848",
+    "java-consumer": "java848",
+    "librdkafka-consumer": "rdkafka848",
+}
 #: meta.json's member ``kind`` -> the simulator's client.
 KIND_CLIENTS = {"aiokafka": "aiokafka", "java": "java", "confluent": "librdkafka"}
 
@@ -89,8 +97,11 @@ def processing_of(meta: Mapping[str, Any]) -> dict[str, float | None]:
         return {"processing_ms": 0.0, "processing_max_ms": None}
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         return {"processing_ms": float(spec), "processing_max_ms": None}
-    if isinstance(spec, (list, tuple)) and len(spec) == 2 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec):
+    if (
+        isinstance(spec, (list, tuple))
+        and len(spec) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec)
+    ):
         lo, hi = float(spec[0]), float(spec[1])
         return {"processing_ms": lo, "processing_max_ms": None if hi == lo else hi}
     raise ValueError(f"process_ms must be MS or [LO, HI] in ms, got {spec!r}")

@@ -37,36 +37,68 @@ COLUMNS = ("settle_s", "window_s", "unowned_ps", "moved", "rounds", "balance", "
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="kassign simulate", description=__doc__.split("\n", 1)[0].split(": ", 1)[1],
-                       epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(
+        prog="kassign simulate",
+        description=__doc__.split("\n", 1)[0].split(": ", 1)[1],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--scenario", choices=SCENARIO_KINDS, default="scale_out")
-    p.add_argument("--members", type=bounded_int("the member count", 1, MAX_MEMBERS), default=3,
-                   help=f"members at the start, 1 to {MAX_MEMBERS:,} (default 3)")
-    p.add_argument("--partitions", type=bounded_int("the partition count", 1, MAX_PARTITIONS_PER_TOPIC), default=24,
-                   help=f"partitions of the topic, 1 to {MAX_PARTITIONS_PER_TOPIC:,} (default 24)")
+    p.add_argument(
+        "--members",
+        type=bounded_int("the member count", 1, MAX_MEMBERS),
+        default=3,
+        help=f"members at the start, 1 to {MAX_MEMBERS:,} (default 3)",
+    )
+    p.add_argument(
+        "--partitions",
+        type=bounded_int("the partition count", 1, MAX_PARTITIONS_PER_TOPIC),
+        default=24,
+        help=f"partitions of the topic, 1 to {MAX_PARTITIONS_PER_TOPIC:,} (default 24)",
+    )
     p.add_argument("--seed", type=int, default=0, help="drives the trigger's heartbeat phase and jitter")
     p.add_argument("--assignor", choices=sorted(ASSIGNOR_CLASSES), help="default: cooperative-sticky")
     p.add_argument("--protocol", choices=("eager", "cooperative"), help="default: the assignor's most capable")
     # Defaults are applied later, so that a replay can tell given settings from the recording's own.
     p.add_argument("--broker", choices=BROKER_MODELS, help="default: kafka (a replay: the recording's)")
     p.add_argument("--client", choices=sorted(CLIENT_PRESETS), help="default: java (a replay: the recording's)")
-    p.add_argument("--session-timeout-ms", "--session-ms", dest="session_timeout_ms",
-                   type=finite_float("the session timeout (ms)", 1, MAX_MS),
-                   help="default: 45000 (a replay: the recording's)")
-    p.add_argument("--heartbeat-interval-ms", "--heartbeat-ms", dest="heartbeat_interval_ms",
-                   type=finite_float("the heartbeat interval (ms)", 1, MAX_MS),
-                   help="default: 3000 (a replay: the recording's)")
+    p.add_argument(
+        "--session-timeout-ms",
+        "--session-ms",
+        dest="session_timeout_ms",
+        type=finite_float("the session timeout (ms)", 1, MAX_MS),
+        help="default: 45000 (a replay: the recording's)",
+    )
+    p.add_argument(
+        "--heartbeat-interval-ms",
+        "--heartbeat-ms",
+        dest="heartbeat_interval_ms",
+        type=finite_float("the heartbeat interval (ms)", 1, MAX_MS),
+        help="default: 3000 (a replay: the recording's)",
+    )
     p.add_argument("--static", action="store_true", help="static membership (group.instance.id per member)")
-    p.add_argument("--group-protocol", choices=GROUP_PROTOCOLS,
-                   help="classic (JoinGroup/SyncGroup, default) or consumer (KIP-848: the broker assigns, "
-                        "with Kafka 4.4's uniform assignor and 1 s assignment interval)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other SimConfig setting, e.g. --set initial_rebalance_delay_ms=3000")
+    p.add_argument(
+        "--group-protocol",
+        choices=GROUP_PROTOCOLS,
+        help="classic (JoinGroup/SyncGroup, default) or consumer (KIP-848: the broker assigns, "
+        "with Kafka 4.4's uniform assignor and 1 s assignment interval)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other SimConfig setting, e.g. --set initial_rebalance_delay_ms=3000",
+    )
     p.add_argument("--events", metavar="FILE", help="write the timeline as JSON lines (.gz to compress)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--replay", metavar="RECORDING", nargs="+",
-                   help="replay a recorded group (timeline files of its members, a directory of them, or a "
-                        "recorded run directory) with --assignor/--protocol and print both side by side")
+    p.add_argument(
+        "--replay",
+        metavar="RECORDING",
+        nargs="+",
+        help="replay a recorded group (timeline files of its members, a directory of them, or a "
+        "recorded run directory) with --assignor/--protocol and print both side by side",
+    )
     return p
 
 
@@ -85,8 +117,13 @@ def _overrides(items: Sequence[str]) -> dict[str, Any]:
 
 
 #: ``kassign simulate``'s defaults for the settings a replay takes from the recording instead.
-DEFAULTS = {"assignor": "cooperative-sticky", "broker": "kafka", "client": "java",
-            "session_timeout_ms": 45000.0, "heartbeat_interval_ms": 3000.0}
+DEFAULTS = {
+    "assignor": "cooperative-sticky",
+    "broker": "kafka",
+    "client": "java",
+    "session_timeout_ms": 45000.0,
+    "heartbeat_interval_ms": 3000.0,
+}
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
@@ -150,18 +187,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = SimConfig.from_dict(_settings(args))
     scenario = make_scenario(args.scenario, args.members, args.partitions, seed=args.seed)
     # The progress line; each round's detail (the leader's assignments) only at -v.
-    log.info("simulating %s: %d members, %d partitions on %s (-v for every round)", scenario.name, args.members,
-             args.partitions, config.broker)
+    log.info(
+        "simulating %s: %d members, %d partitions on %s (-v for every round)",
+        scenario.name,
+        args.members,
+        args.partitions,
+        config.broker,
+    )
     result = simulate(scenario, config)
     if args.events:
         result.write_events(args.events)
     if args.json:
-        print(json.dumps({"settled": result.settled, "end_s": result.end_s, "protocol": result.protocol.name.lower(),
-                          "phases": result.summary()}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "settled": result.settled,
+                    "end_s": result.end_s,
+                    "protocol": result.protocol.name.lower(),
+                    "phases": result.summary(),
+                },
+                indent=2,
+            )
+        )
     else:
-        how = ("the broker's uniform assignor (KIP-848)" if config.group_protocol == "consumer"
-               else f"{config.assignor} ({result.protocol.name.lower()})")
-        print(f"{scenario.name}: {args.members} members, {args.partitions} partitions, {how} on {config.broker}; "
-              f"settled={result.settled} after {result.end_s:.3f} s")
+        how = (
+            "the broker's uniform assignor (KIP-848)"
+            if config.group_protocol == "consumer"
+            else f"{config.assignor} ({result.protocol.name.lower()})"
+        )
+        print(
+            f"{scenario.name}: {args.members} members, {args.partitions} partitions, {how} on {config.broker}; "
+            f"settled={result.settled} after {result.end_s:.3f} s"
+        )
         _table(result.metrics, sys.stdout)
     return 0

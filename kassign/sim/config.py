@@ -15,8 +15,16 @@ from typing import Any
 from kassign.model import RebalanceProtocol
 from kassign.sim.processing import Processing
 
-__all__ = ["SimConfig", "BROKER_MODELS", "GROUP_PROTOCOLS", "CLIENT_PRESETS", "KAFKA44_PRESETS",
-           "KAFKA44_CONSUMER_PRESETS", "kafka44_presets", "MAX_MS"]
+__all__ = [
+    "SimConfig",
+    "BROKER_MODELS",
+    "GROUP_PROTOCOLS",
+    "CLIENT_PRESETS",
+    "KAFKA44_PRESETS",
+    "KAFKA44_CONSUMER_PRESETS",
+    "kafka44_presets",
+    "MAX_MS",
+]
 
 #: The longest time setting accepted: Kafka's millisecond configs are int32.
 MAX_MS = 2**31 - 1
@@ -42,12 +50,36 @@ GROUP_PROTOCOLS = ("classic", "consumer")
 #: 4.4 benchmark recordings (:data:`KAFKA44_PRESETS`), the only ones of it there are, its ``startup_ms``
 #: measured on a live broker as there.
 CLIENT_PRESETS: dict[str, dict[str, float]] = {
-    "aiokafka": {"spawn_ms": 7.2, "startup_ms": 10.9, "poll_ms": 1.2, "revocation_ms": 0.36, "assign_ms": 2.5,
-                 "network_ms": 1.2, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "java": {"spawn_ms": 28.0, "startup_ms": 30.0, "poll_ms": 8.0, "revocation_ms": 5.0, "assign_ms": 5.0,
-             "network_ms": 3.5, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "librdkafka": {"spawn_ms": 3.0, "startup_ms": 10.0, "poll_ms": 3.0, "revocation_ms": 1.0, "assign_ms": 1.0,
-                   "network_ms": 2.0, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
+    "aiokafka": {
+        "spawn_ms": 7.2,
+        "startup_ms": 10.9,
+        "poll_ms": 1.2,
+        "revocation_ms": 0.36,
+        "assign_ms": 2.5,
+        "network_ms": 1.2,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "java": {
+        "spawn_ms": 28.0,
+        "startup_ms": 30.0,
+        "poll_ms": 8.0,
+        "revocation_ms": 5.0,
+        "assign_ms": 5.0,
+        "network_ms": 3.5,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "librdkafka": {
+        "spawn_ms": 3.0,
+        "startup_ms": 10.0,
+        "poll_ms": 3.0,
+        "revocation_ms": 1.0,
+        "assign_ms": 1.0,
+        "network_ms": 2.0,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
 }
 
 #: The same latencies for the Kafka 4.4.0 benchmark recordings in data/rebalance-bench-kafka44
@@ -66,12 +98,36 @@ CLIENT_PRESETS: dict[str, dict[str, float]] = {
 #: (:func:`kassign.sim.calibration.fit.measured_heartbeat_lag_ms`), but with that drift and a refit
 #: r1-r5 fit no better (loss 5.10 against 5.05).
 KAFKA44_PRESETS: dict[str, dict[str, float]] = {
-    "aiokafka": {"spawn_ms": 6.8, "startup_ms": 10.9, "poll_ms": 1.22, "revocation_ms": 0.43, "assign_ms": 2.5,
-                 "network_ms": 1.2, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "java": {"spawn_ms": 0.2, "startup_ms": 360.0, "poll_ms": 0.0, "revocation_ms": 15.12, "assign_ms": 4.25,
-             "network_ms": 3.5, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "librdkafka": {"spawn_ms": 34.9, "startup_ms": 20.0, "poll_ms": 20.0, "revocation_ms": 7.21, "assign_ms": 4.25,
-                   "network_ms": 1.0, "id_rejoin_ms": 240.0, "heartbeat_lag_ms": 0.0},
+    "aiokafka": {
+        "spawn_ms": 6.8,
+        "startup_ms": 10.9,
+        "poll_ms": 1.22,
+        "revocation_ms": 0.43,
+        "assign_ms": 2.5,
+        "network_ms": 1.2,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "java": {
+        "spawn_ms": 0.2,
+        "startup_ms": 360.0,
+        "poll_ms": 0.0,
+        "revocation_ms": 15.12,
+        "assign_ms": 4.25,
+        "network_ms": 3.5,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "librdkafka": {
+        "spawn_ms": 34.9,
+        "startup_ms": 20.0,
+        "poll_ms": 20.0,
+        "revocation_ms": 7.21,
+        "assign_ms": 4.25,
+        "network_ms": 1.0,
+        "id_rejoin_ms": 240.0,
+        "heartbeat_lag_ms": 0.0,
+    },
 }
 #: The same for members on KIP-848's consumer protocol (kassign's ``group_protocol="consumer"``,
 #: kafka-clients 4.4.0's consumer and librdkafka with ``group.protocol=consumer``), fitted to
@@ -80,12 +136,36 @@ KAFKA44_PRESETS: dict[str, dict[str, float]] = {
 #: play no part there (no leader, no MEMBER_ID_REQUIRED). ``poll_ms`` here is the client's delay from a
 #: heartbeat's new assignment to starting its reconciliation.
 KAFKA44_CONSUMER_PRESETS: dict[str, dict[str, float]] = {
-    "aiokafka": {"spawn_ms": 5.9, "startup_ms": 5.0, "poll_ms": 35.0, "revocation_ms": 0.0, "assign_ms": 2.5,
-                 "network_ms": 0.04, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "java": {"spawn_ms": 1.5, "startup_ms": 63.75, "poll_ms": 1.0, "revocation_ms": 24.3, "assign_ms": 4.3,
-             "network_ms": 7.0, "id_rejoin_ms": 0.0, "heartbeat_lag_ms": 0.0},
-    "librdkafka": {"spawn_ms": 35.9, "startup_ms": 12.75, "poll_ms": 1.0, "revocation_ms": 10.81, "assign_ms": 1.0,
-                   "network_ms": 0.17, "id_rejoin_ms": 240.0, "heartbeat_lag_ms": 0.0},
+    "aiokafka": {
+        "spawn_ms": 5.9,
+        "startup_ms": 5.0,
+        "poll_ms": 35.0,
+        "revocation_ms": 0.0,
+        "assign_ms": 2.5,
+        "network_ms": 0.04,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "java": {
+        "spawn_ms": 1.5,
+        "startup_ms": 63.75,
+        "poll_ms": 1.0,
+        "revocation_ms": 24.3,
+        "assign_ms": 4.3,
+        "network_ms": 7.0,
+        "id_rejoin_ms": 0.0,
+        "heartbeat_lag_ms": 0.0,
+    },
+    "librdkafka": {
+        "spawn_ms": 35.9,
+        "startup_ms": 12.75,
+        "poll_ms": 1.0,
+        "revocation_ms": 10.81,
+        "assign_ms": 1.0,
+        "network_ms": 0.17,
+        "id_rejoin_ms": 240.0,
+        "heartbeat_lag_ms": 0.0,
+    },
 }
 
 
@@ -148,8 +228,9 @@ class SimConfig:
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ValueError(f"unknown group protocol {self.group_protocol!r}; expected one of {GROUP_PROTOCOLS}")
         if self.group_protocol == "consumer" and (self.broker != "kafka" or self.static_membership):
-            raise ValueError("the consumer group protocol (KIP-848) is modelled on the kafka broker model, "
-                             "without static membership")
+            raise ValueError(
+                "the consumer group protocol (KIP-848) is modelled on the kafka broker model, without static membership"
+            )
         if self.client not in CLIENT_PRESETS:
             raise ValueError(f"unknown client {self.client!r}; expected one of {tuple(CLIENT_PRESETS)}")
         if self.kassign_members is not None:
@@ -165,11 +246,15 @@ class SimConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{f.name} must be a number of milliseconds, got {value!r}")
             if not math.isfinite(value) or not 0 <= value <= MAX_MS:
-                raise ValueError(f"{f.name} must be a finite number of milliseconds from 0 to {MAX_MS:,} "
-                                 f"(Kafka's int32 limit), got {value!r}")
+                raise ValueError(
+                    f"{f.name} must be a finite number of milliseconds from 0 to {MAX_MS:,} "
+                    f"(Kafka's int32 limit), got {value!r}"
+                )
         if self.processing_max_ms is not None and self.processing_max_ms < self.processing_ms:
-            raise ValueError(f"processing_max_ms ({self.processing_max_ms!r}) must not be below processing_ms "
-                             f"({self.processing_ms!r})")
+            raise ValueError(
+                f"processing_max_ms ({self.processing_max_ms!r}) must not be below processing_ms "
+                f"({self.processing_ms!r})"
+            )
         if self.heartbeat_interval_ms < 1 or self.session_timeout_ms < 1:
             raise ValueError(
                 f"heartbeat_interval_ms and session_timeout_ms must be >= 1, got "

@@ -77,8 +77,9 @@ def member_order(member_ids: Iterable[str]) -> list[str]:
     return sorted(member_ids, key=lambda m: hashlib.sha256(m.encode()).digest())
 
 
-def uniform_target(members: Sequence[str], partitions: Sequence[TopicPartition],
-                   previous: Mapping[str, frozenset[TopicPartition]]) -> dict[str, frozenset[TopicPartition]]:
+def uniform_target(
+    members: Sequence[str], partitions: Sequence[TopicPartition], previous: Mapping[str, frozenset[TopicPartition]]
+) -> dict[str, frozenset[TopicPartition]]:
     """Kafka 4's uniform assignment of ``partitions`` over ``members`` (in the coordinator's order), all
     subscribed to the same topics, sticky to the ``previous`` target."""
     if not members:
@@ -129,8 +130,16 @@ class ConsumerGroupCoordinator:
     """One consumer group on a Kafka 4 group coordinator. ``partitions_per_topic`` is read at every
     target computation (a mapping the simulation keeps current)."""
 
-    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, heartbeat_s: float,
-                 partitions_per_topic: Mapping[str, int], assignment_interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        loop: EventLoop,
+        *,
+        network_s: float,
+        session_s: float,
+        heartbeat_s: float,
+        partitions_per_topic: Mapping[str, int],
+        assignment_interval_s: float = 1.0,
+    ) -> None:
         self.loop = loop
         self.network_s = network_s
         self.session_s = session_s
@@ -157,8 +166,12 @@ class ConsumerGroupCoordinator:
     def settled(self) -> bool:
         """Every member has its target and has acknowledged owning it; nothing is being handed over."""
         return self.target_epoch == self.group_epoch and all(
-            m.epoch == self.target_epoch and not m.revoking and m.reported == m.assigned
-            and m.assigned == self.target.get(mid, frozenset()) for mid, m in self.members.items())
+            m.epoch == self.target_epoch
+            and not m.revoking
+            and m.reported == m.assigned
+            and m.assigned == self.target.get(mid, frozenset())
+            for mid, m in self.members.items()
+        )
 
     def metadata_changed(self) -> None:
         """A subscribed topic's partition count changed: a new group epoch (and target, when allowed)."""
@@ -171,8 +184,7 @@ class ConsumerGroupCoordinator:
         if request.member_epoch < 0:  # -1 leave (-2, a static member's, is taken as a leave here)
             if state is not None:
                 self._remove(member.id, "left")
-            self._reply(member, ConsumerGroupHeartbeatResponse(member_id=member.id,
-                                                               member_epoch=request.member_epoch))
+            self._reply(member, ConsumerGroupHeartbeatResponse(member_id=member.id, member_epoch=request.member_epoch))
             return
         if request.member_epoch == 0:
             if state is not None:  # a fenced member joining again under its id: it starts over
@@ -248,14 +260,24 @@ class ConsumerGroupCoordinator:
         topic_sets = set(subscribed.values())
         if len(topic_sets) == 1:
             (topics,) = topic_sets
-            partitions = [TopicPartition(t, p)
-                          for t in sorted(topics) for p in range(self.partitions_per_topic.get(t, 0))]
-            assigned: Mapping[str, Iterable[TopicPartition]] = uniform_target(member_order(subscribed), partitions,
-                                                                              self.target)
+            partitions = [
+                TopicPartition(t, p) for t in sorted(topics) for p in range(self.partitions_per_topic.get(t, 0))
+            ]
+            assigned: Mapping[str, Iterable[TopicPartition]] = uniform_target(
+                member_order(subscribed), partitions, self.target
+            )
         elif subscribed:
-            assigned = TargetAssignor().assign(dict(self.partitions_per_topic), {
-                mid: Subscription(sorted(topics), owned_partitions=sorted(self.target.get(mid, frozenset())),
-                                  generation_id=self.target_epoch) for mid, topics in sorted(subscribed.items())})
+            assigned = TargetAssignor().assign(
+                dict(self.partitions_per_topic),
+                {
+                    mid: Subscription(
+                        sorted(topics),
+                        owned_partitions=sorted(self.target.get(mid, frozenset())),
+                        generation_id=self.target_epoch,
+                    )
+                    for mid, topics in sorted(subscribed.items())
+                },
+            )
         else:
             assigned = {}
         self.target = {mid: frozenset(assigned.get(mid, ())) for mid in self.members}
@@ -296,10 +318,15 @@ class ConsumerGroupCoordinator:
             for tp in state.assigned:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             assignment = ConsumerGroupHeartbeatAssignment(
-                [TopicIdPartitions(topic_id(t), sorted(ps)) for t, ps in sorted(by_topic.items())])
+                [TopicIdPartitions(topic_id(t), sorted(ps)) for t, ps in sorted(by_topic.items())]
+            )
             state.sent = state.assigned
-        return ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=state.epoch,
-                                              heartbeat_interval_ms=self.heartbeat_ms, assignment=assignment)
+        return ConsumerGroupHeartbeatResponse(
+            member_id=member_id,
+            member_epoch=state.epoch,
+            heartbeat_interval_ms=self.heartbeat_ms,
+            assignment=assignment,
+        )
 
     def _reply(self, member: HeartbeatingMember, response: ConsumerGroupHeartbeatResponse) -> None:
         self.loop.after(self.network_s, member.on_heartbeat_response, response, background=response.error_code == 0)

@@ -45,9 +45,18 @@ class ConsumerGroupSimMember:
     """One incarnation of a KIP-848 consumer: ``name`` is its id in the timeline (``m1``...), ``id``
     its member id (a new one per restart). ``client``: one of :data:`~kassign.sim.member.CLIENT_KINDS`."""
 
-    def __init__(self, name: str, incarnation: int, ctx: GroupContext, topics: Iterable[str], *,
-                 client: str = "java", processing: Processing | None = None,
-                 rng: random.Random | None = None, rebalance_timeout_ms: int = 300_000) -> None:
+    def __init__(
+        self,
+        name: str,
+        incarnation: int,
+        ctx: GroupContext,
+        topics: Iterable[str],
+        *,
+        client: str = "java",
+        processing: Processing | None = None,
+        rng: random.Random | None = None,
+        rebalance_timeout_ms: int = 300_000,
+    ) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
         self.name = name
@@ -173,8 +182,9 @@ class ConsumerGroupSimMember:
         if request is None:
             return
         self._last_sent = self.ctx.loop.now
-        self.ctx.loop.after(self.ctx.latency("network_ms"), self.ctx.coordinator.heartbeat, self, request,
-                            background=True)
+        self.ctx.loop.after(
+            self.ctx.latency("network_ms"), self.ctx.coordinator.heartbeat, self, request, background=True
+        )
         if self._leaving:  # that was the leave: the consumer is closed once its answer is back
             self._stop()
             self.ctx.loop.after(2 * self.ctx.latency("network_ms"), self.ctx.emit, self.name, "closed")

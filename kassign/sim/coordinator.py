@@ -113,8 +113,9 @@ class Coordinator:
 
     def _granted(self, member_id: str) -> SyncResponse:
         assignment = self.assignment.get(member_id, _NOTHING)
-        return SyncResponse(generation=self.generation, partitions=tuple(assignment.partitions),
-                            user_data=assignment.user_data)
+        return SyncResponse(
+            generation=self.generation, partitions=tuple(assignment.partitions), user_data=assignment.user_data
+        )
 
     def _subscriptions_for(self, member_id: str) -> dict[str, Subscription] | None:
         """Every member's subscription for the leader's JoinGroup response, None for the others."""
@@ -135,8 +136,9 @@ class KafkaCoordinator(Coordinator):
 
     EXPIRY_LAG_S = 0.001
 
-    def __init__(self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float,
-                 initial_delay_s: float = 0.0) -> None:
+    def __init__(
+        self, loop: EventLoop, *, network_s: float, session_s: float, rebalance_s: float, initial_delay_s: float = 0.0
+    ) -> None:
         super().__init__(loop, network_s=network_s, session_s=session_s, rebalance_s=rebalance_s)
         self.state = "Empty"
         self.initial_delay_s = initial_delay_s
@@ -279,8 +281,9 @@ class KafkaCoordinator(Coordinator):
         """A request from the member: its session starts over."""
         state.last_seen = self.loop.now
         if state.expiry is None:
-            state.expiry = self.loop.after(self.session_s + self.EXPIRY_LAG_S, self._check_session, state.member.id,
-                                           background=True)
+            state.expiry = self.loop.after(
+                self.session_s + self.EXPIRY_LAG_S, self._check_session, state.member.id, background=True
+            )
 
     def _check_session(self, member_id: str) -> None:
         state = self.members.get(member_id)
@@ -289,8 +292,9 @@ class KafkaCoordinator(Coordinator):
         state.expiry = None
         if state.awaiting_join or state.awaiting_sync:
             # Kafka keeps members parked in a join or sync alive until the rebalance timeout.
-            state.expiry = self.loop.after(self.session_s + self.EXPIRY_LAG_S, self._check_session, member_id,
-                                           background=True)
+            state.expiry = self.loop.after(
+                self.session_s + self.EXPIRY_LAG_S, self._check_session, member_id, background=True
+            )
             return
         deadline = state.last_seen + self.session_s + self.EXPIRY_LAG_S
         if self.loop.now + 1e-9 < deadline:
@@ -510,8 +514,9 @@ class TansuCoordinator(Coordinator):
         self._in_flight += 1
         self._sync_round(member, generation, assignment, self.loop.now)
 
-    def _sync_round(self, member: GroupMember, generation: int, assignment: dict[str, Assignment] | None,
-                    started: float) -> None:
+    def _sync_round(
+        self, member: GroupMember, generation: int, assignment: dict[str, Assignment] | None, started: float
+    ) -> None:
         self._evict(member, member.instance_id is not None)
         mid = member.id
         assigned = False

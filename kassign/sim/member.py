@@ -108,10 +108,22 @@ class SimMember:
     :data:`CLIENT_KINDS`; ``processing``: its work per poll batch, drawn from ``rng``;
     ``heartbeat_lag_s`` and ``commit_interval_s``: see the module docstring."""
 
-    def __init__(self, name: str, incarnation: int, ctx: GroupContext, assignor: Any, topics: Iterable[str],
-                 instance_id: str | None = None, fast_follow_up: bool = False, *, client: str = "java",
-                 processing: Processing | None = None, rng: random.Random | None = None,
-                 heartbeat_lag_s: float = 0.0, commit_interval_s: float | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        incarnation: int,
+        ctx: GroupContext,
+        assignor: Any,
+        topics: Iterable[str],
+        instance_id: str | None = None,
+        fast_follow_up: bool = False,
+        *,
+        client: str = "java",
+        processing: Processing | None = None,
+        rng: random.Random | None = None,
+        heartbeat_lag_s: float = 0.0,
+        commit_interval_s: float | None = None,
+    ) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
         self.name = name
@@ -325,8 +337,9 @@ class SimMember:
         self._last_join = self.ctx.loop.now
         self._in_round = True
         ctx = self.ctx
-        subscription = self.core.subscription(self.topics, self.assignor.subscription_user_data(set(self.topics)),
-                                              instance_id=self.instance_id)
+        subscription = self.core.subscription(
+            self.topics, self.assignor.subscription_user_data(set(self.topics)), instance_id=self.instance_id
+        )
         ctx.emit(self.name, "join", gen=self.generation)
         ctx.loop.after(ctx.latency("network_ms"), ctx.coordinator.join, self, subscription, self._known_id)
 
@@ -394,8 +407,9 @@ class SimMember:
         self.generation = response.generation
         self.state = "stable"
         self._in_round = False
-        outcome = self.core.on_sync(response.generation, Assignment(list(response.partitions), response.user_data),
-                                    self.topics, self.assignor)
+        outcome = self.core.on_sync(
+            response.generation, Assignment(list(response.partitions), response.user_data), self.topics, self.assignor
+        )
         if outcome.follow_up:
             ctx.emit(self.name, "sync", gen=response.generation, protocol=ctx.protocol_name, follow_up=True)
         else:
@@ -520,11 +534,16 @@ class SimMember:
         (``max.poll.interval.ms``'s check every 500 ms from the last assign call, the generic 1 s
         timer). So its heartbeats go further apart than the interval (250-850 ms measured for
         250 ms), and a survivor hears of a rebalance later than the interval says."""
-        ticks = [self._timer_origin_s + LIBRDKAFKA_GENERIC_TIMER_S * math.ceil(
-            (t - self._timer_origin_s) / LIBRDKAFKA_GENERIC_TIMER_S - 1e-9)]
+        ticks = [
+            self._timer_origin_s
+            + LIBRDKAFKA_GENERIC_TIMER_S * math.ceil((t - self._timer_origin_s) / LIBRDKAFKA_GENERIC_TIMER_S - 1e-9)
+        ]
         if self._assign_call_t is not None:
-            ticks.append(self._assign_call_t + LIBRDKAFKA_MAX_POLL_CHECK_S * math.ceil(
-                (t - self._assign_call_t) / LIBRDKAFKA_MAX_POLL_CHECK_S - 1e-9))
+            ticks.append(
+                self._assign_call_t
+                + LIBRDKAFKA_MAX_POLL_CHECK_S
+                * math.ceil((t - self._assign_call_t) / LIBRDKAFKA_MAX_POLL_CHECK_S - 1e-9)
+            )
         commit = self._next_commit_t(t)
         if commit is not None:
             ticks.append(commit)

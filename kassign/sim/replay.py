@@ -127,8 +127,13 @@ class ReplayReport:
 
     def totals(self) -> dict[str, tuple[float, float]]:
         """Each compared metric summed over the phases: ``name -> (recorded, simulated)``."""
-        return {m: (sum(float(getattr(p.recorded, m)) for p in self.phases),
-                    sum(float(getattr(p.simulated, m)) for p in self.phases)) for m in COMPARED_METRICS}
+        return {
+            m: (
+                sum(float(getattr(p.recorded, m)) for p in self.phases),
+                sum(float(getattr(p.simulated, m)) for p in self.phases),
+            )
+            for m in COMPARED_METRICS
+        }
 
     def difference(self) -> str:
         """One line naming how the simulated assignor/protocol differs from the recording."""
@@ -143,8 +148,11 @@ class ReplayReport:
         else:
             moves = "moves as many partitions as"
         parts = [f"{self.simulated_as} {moves} the recorded {self.recorded_as} ({sim_moved} vs {rec_moved})"]
-        for metric, label, unit in (("unowned_ps", "unowned partition-seconds", ""), ("rounds", "rounds", ""),
-                                    ("settle_s", "settle time", " s")):
+        for metric, label, unit in (
+            ("unowned_ps", "unowned partition-seconds", ""),
+            ("rounds", "rounds", ""),
+            ("settle_s", "settle time", " s"),
+        ):
             rec, sim = totals[metric]
             digits = 0 if metric == "rounds" else (1 if metric == "unowned_ps" else 3)
             parts.append(f"{label} {sim - rec:+.{digits}f}{unit}")
@@ -161,16 +169,21 @@ class ReplayReport:
         width = max([len("phase"), len("total")] + [len(p.name) for p in self.phases])
         cell = 21
         lines.append(f"{'phase':<{width}}  {'members':>7}  " + "  ".join(f"{m:>{cell}}" for m in COMPARED_METRICS))
-        lines.append(f"{'':<{width}}  {'':>7}  "
-                     + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS))
+        lines.append(
+            f"{'':<{width}}  {'':>7}  " + "  ".join(f"{'recorded  simulated':>{cell}}" for _ in COMPARED_METRICS)
+        )
         for p in self.phases:
             cells = [_pair(getattr(p.recorded, m), getattr(p.simulated, m), m) for m in COMPARED_METRICS]
-            lines.append(f"{p.name:<{width}}  {f'{p.members[0]}->{p.members[1]}':>7}  "
-                         + "  ".join(f"{c:>{cell}}" for c in cells))
+            lines.append(
+                f"{p.name:<{width}}  {f'{p.members[0]}->{p.members[1]}':>7}  "
+                + "  ".join(f"{c:>{cell}}" for c in cells)
+            )
         if len(self.phases) > 1:
             totals = self.totals()
-            lines.append(f"{'total':<{width}}  {'':>7}  "
-                         + "  ".join(f"{_pair(*totals[m], m):>{cell}}" for m in COMPARED_METRICS))
+            lines.append(
+                f"{'total':<{width}}  {'':>7}  "
+                + "  ".join(f"{_pair(*totals[m], m):>{cell}}" for m in COMPARED_METRICS)
+            )
         lines.append(f"difference: {self.difference()}")
         if not self.result.settled:
             lines.append("note: the simulated group did not settle within its horizon")
@@ -179,6 +192,7 @@ class ReplayReport:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly summary: per phase both metric sets (without owner maps), totals, notes."""
+
         def plain(m: PhaseMetrics) -> dict[str, Any]:
             d = m.as_dict()
             d.pop("final")
@@ -189,9 +203,10 @@ class ReplayReport:
             "recorded_as": self.recorded_as,
             "simulated_as": self.simulated_as,
             "config": self.config.to_dict(),
-            "phases": {p.name: {"members": list(p.members), "recorded": plain(p.recorded),
-                                "simulated": plain(p.simulated)}
-                       for p in self.phases},
+            "phases": {
+                p.name: {"members": list(p.members), "recorded": plain(p.recorded), "simulated": plain(p.simulated)}
+                for p in self.phases
+            },
             "totals": {m: {"recorded": r, "simulated": s} for m, (r, s) in self.totals().items()},
             "difference": self.difference(),
             "settled": self.result.settled,
@@ -260,9 +275,11 @@ def load_recording(*paths: str | Path) -> Recording:
         raise ValueError(f"recording {', '.join(map(str, paths))} holds no events")
     span = events[-1].t - events[0].t
     if span > MAX_REPLAY_SPAN_S:
-        raise ValueError(f"recording {', '.join(map(str, paths))} spans {span:,.0f} s from its first to its last "
-                         f"event; a replay simulates at most {MAX_REPLAY_SPAN_S:,.0f} s (7 days): cut it to the "
-                         "part to replay")
+        raise ValueError(
+            f"recording {', '.join(map(str, paths))} spans {span:,.0f} s from its first to its last "
+            f"event; a replay simulates at most {MAX_REPLAY_SPAN_S:,.0f} s (7 days): cut it to the "
+            "part to replay"
+        )
     first = Path(paths[0])
     label = str((meta or {}).get("label") or (first.name if first.is_dir() else first.name.split(".")[0]))
     if len(paths) > 1 and not meta:
@@ -291,8 +308,9 @@ def membership_changes(events: Iterable[Event]) -> tuple[list[MembershipChange],
         last_seen[e.id] = e.t
         if not inside.get(e.id):
             # First seen, or back after leaving: what a closing member still writes is no restart.
-            if e.ev in RESTART_EVENTS or (e.id not in inside and e.ev not in LEAVE_EVENTS | HELD_EVENTS
-                                          and e.ev != "crash"):
+            if e.ev in RESTART_EVENTS or (
+                e.id not in inside and e.ev not in LEAVE_EVENTS | HELD_EVENTS and e.ev != "crash"
+            ):
                 changes.append(MembershipChange(e.t, "join", e.id))
                 inside[e.id] = True
         elif e.ev in LEAVE_EVENTS:
@@ -307,7 +325,8 @@ def membership_changes(events: Iterable[Event]) -> tuple[list[MembershipChange],
         silent_from = last_seen[member]
         for ivs in intervals.values():
             if any(iv.member == member and iv.end == math.inf for iv in ivs) and any(
-                    iv.member != member and iv.start >= silent_from for iv in ivs):
+                iv.member != member and iv.start >= silent_from for iv in ivs
+            ):
                 changes.append(MembershipChange(silent_from, "crash", member))
                 inferred.append(Event(member, silent_from, "crash", extra={"inferred": True}))
                 break
@@ -320,8 +339,7 @@ def _group_changes(changes: Sequence[MembershipChange]) -> list[list[MembershipC
     groups: list[list[MembershipChange]] = []
     for change in changes:
         last = groups[-1] if groups else None
-        if (last and change.kind != "crash" and last[-1].kind == change.kind
-                and change.t - last[-1].t <= GROUP_GAP_S):
+        if last and change.kind != "crash" and last[-1].kind == change.kind and change.t - last[-1].t <= GROUP_GAP_S:
             last.append(change)
         else:
             groups.append([change])
@@ -335,12 +353,14 @@ def _topics(recording: Recording) -> tuple[dict[str, int], tuple[str, ...] | Non
     for e in recording.events:
         for tp in e.parts or ():
             counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
-    subscriptions = {tuple(sorted(e.extra["topics"])) for e in recording.events
-                     if e.ev == "subscribed" and e.extra.get("topics")}
+    subscriptions = {
+        tuple(sorted(e.extra["topics"])) for e in recording.events if e.ev == "subscribed" and e.extra.get("topics")
+    }
     subscribed = tuple(sorted({t for s in subscriptions for t in s})) or None
     if len(subscriptions) > 1:
-        notes.append("members subscribed to different topic sets; every simulated member takes their union "
-                     f"{subscribed}")
+        notes.append(
+            f"members subscribed to different topic sets; every simulated member takes their union {subscribed}"
+        )
     for topic in subscribed or ():
         counts.setdefault(topic, 0)
     npart = (recording.meta or {}).get("npart")
@@ -348,8 +368,10 @@ def _topics(recording: Recording) -> tuple[dict[str, int], tuple[str, ...] | Non
         topic = next(iter(counts), DEFAULT_TOPIC)
         counts[topic] = max(counts.get(topic, 0), int(npart))
     elif counts:
-        notes.append("partition counts are the highest partition seen + 1: " +
-                     ", ".join(f"{t}[{n}]" for t, n in sorted(counts.items())))
+        notes.append(
+            "partition counts are the highest partition seen + 1: "
+            + ", ".join(f"{t}[{n}]" for t, n in sorted(counts.items()))
+        )
     if not counts:
         raise ValueError(f"recording {recording.label!r} names no partitions and no subscribed topics")
     return counts, subscribed, notes
@@ -386,9 +408,14 @@ def replay_config(recording: Recording, **settings: Any) -> SimConfig:
         values["client"] = META_CLIENTS[meta["client"]]
     elif client_of(meta) is not None:
         values["client"] = client_of(meta)
-    for key, name in (("sess", "session_timeout_ms"), ("hb", "heartbeat_interval_ms"), ("mp", "rebalance_timeout_ms"),
-                      ("session_ms", "session_timeout_ms"), ("heartbeat_ms", "heartbeat_interval_ms"),
-                      ("max_poll_ms", "rebalance_timeout_ms")):
+    for key, name in (
+        ("sess", "session_timeout_ms"),
+        ("hb", "heartbeat_interval_ms"),
+        ("mp", "rebalance_timeout_ms"),
+        ("session_ms", "session_timeout_ms"),
+        ("heartbeat_ms", "heartbeat_interval_ms"),
+        ("max_poll_ms", "rebalance_timeout_ms"),
+    ):
         if key in meta:
             values[name] = float(meta[key])
     if "process_ms" in meta:
@@ -405,8 +432,13 @@ def _recorded_as(recording: Recording) -> str:
     if meta.get("strategy") in STRATEGY_ASSIGNORS:
         assignor = STRATEGY_ASSIGNORS[meta["strategy"]]
         return f"{assignor} ({'cooperative' if assignor == 'cooperative-sticky' else 'eager'})"
-    protocols = sorted({str(e.extra["protocol"]) for e in recording.events
-                        if e.ev in ("subscribed", "sync") and e.extra.get("protocol")})
+    protocols = sorted(
+        {
+            str(e.extra["protocol"])
+            for e in recording.events
+            if e.ev in ("subscribed", "sync") and e.extra.get("protocol")
+        }
+    )
     return "/".join(protocols) if protocols else "group"
 
 
@@ -447,8 +479,10 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
     for change in initial:
         start(change.member)
     if inferred:
-        notes.append("inferred crash (silent, partitions handed to others) of "
-                     + ", ".join(f"{e.id} at +{e.t - t0:.3f} s" for e in inferred))
+        notes.append(
+            "inferred crash (silent, partitions handed to others) of "
+            + ", ".join(f"{e.id} at +{e.t - t0:.3f} s" for e in inferred)
+        )
 
     steps: list[Step] = []
     starts: list[tuple[str, float, int, int]] = []  # (name, recorded time, members before, after)
@@ -465,9 +499,9 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
         if kind == "join":
             for change in group:
                 start(change.member)
-            reused = tuple(vacated[:len(group)])
-            del vacated[:len(group)]
-            instance_of.update(zip(live[len(live) - len(group):], reused))
+            reused = tuple(vacated[: len(group)])
+            del vacated[: len(group)]
+            instance_of.update(zip(live[len(live) - len(group) :], reused))
             step: ScaleOut | ScaleIn | Crash = ScaleOut(len(group), instance_ids=reused)
         elif kind == "leave":
             if len(group) >= len(live) and index == len(groups) - 2:
@@ -475,7 +509,7 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
                 break
             step = ScaleIn(len(group))
             if config.static_membership:
-                vacated.extend(instance_of.get(name, name) for name in live[-len(group):])
+                vacated.extend(instance_of.get(name, name) for name in live[-len(group) :])
             _close_newest([c.member for c in group], sim_names, live, notes, t0, group[0].t)
         else:
             if len(live) <= 1 and index == len(groups) - 2:
@@ -490,8 +524,9 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
         fire_prev = fire
         starts.append((f"{len(steps)}:{step_kind(step)}", group[0].t, before, len(live)))
     if dropped:
-        notes.append(f"the group's shutdown at +{dropped[0].t - t0:.3f} s ({len(dropped)} member(s) leaving) "
-                     "is not replayed")
+        notes.append(
+            f"the group's shutdown at +{dropped[0].t - t0:.3f} s ({len(dropped)} member(s) leaving) is not replayed"
+        )
     stop = dropped[0].t if dropped else end_t
     phases: dict[str, tuple[float, float]] = {}
     members: dict[str, tuple[int, int]] = {}
@@ -499,26 +534,35 @@ def plan_replay(recording: Recording, config: SimConfig) -> ReplayPlan:
         phases[name] = (t, starts[i + 1][1] if i + 1 < len(starts) else stop)
         members[name] = (before, after)
     phases, members = _marked_phases(phases, members, meta)
-    scenario = Scenario(members=len(initial), topics=topics, steps=tuple(steps), subscribed=subscribed,
-                        seed=int(meta.get("rep", 0)), name=recording.label)
+    scenario = Scenario(
+        members=len(initial),
+        topics=topics,
+        steps=tuple(steps),
+        subscribed=subscribed,
+        seed=int(meta.get("rep", 0)),
+        name=recording.label,
+    )
     return ReplayPlan(scenario, phases, members, changes, inferred, notes)
 
 
-def _close_newest(leaving: list[str], sim_names: dict[str, str], live: list[str], notes: list[str],
-                  t0: float, t: float) -> None:
+def _close_newest(
+    leaving: list[str], sim_names: dict[str, str], live: list[str], notes: list[str], t0: float, t: float
+) -> None:
     """Apply a scale-in of ``leaving`` (recorded ids) to the name map: the newest simulated members
     close, and survivors that held those names take over the names the leavers had."""
-    closed = live[-len(leaving):]
+    closed = live[-len(leaving) :]
     freed = sorted((sim_names[m] for m in leaving if sim_names[m] not in closed), key=live.index)
     takers = sorted((m for m, n in sim_names.items() if n in closed and m not in leaving), key=lambda m: sim_names[m])
     if takers:
-        notes.append(f"at +{t - t0:.3f} s the recording closed {', '.join(sorted(leaving))}, not the newest "
-                     f"member(s); the simulation closes its newest instead")
+        notes.append(
+            f"at +{t - t0:.3f} s the recording closed {', '.join(sorted(leaving))}, not the newest "
+            f"member(s); the simulation closes its newest instead"
+        )
     for member, name in zip(takers, freed):
         sim_names[member] = name
     for member in leaving:
         del sim_names[member]
-    del live[-len(leaving):]
+    del live[-len(leaving) :]
 
 
 def _with_timing(step: ScaleOut | ScaleIn | Crash, after_s: float, phase: float | None) -> Step:
@@ -529,8 +573,9 @@ def _with_timing(step: ScaleOut | ScaleIn | Crash, after_s: float, phase: float 
     return Crash(step.member, after_s=after_s, phase=phase)
 
 
-def _marked_phases(phases: dict[str, tuple[float, float]], members: dict[str, tuple[int, int]],
-                   meta: Mapping[str, Any]) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[int, int]]]:
+def _marked_phases(
+    phases: dict[str, tuple[float, float]], members: dict[str, tuple[int, int]], meta: Mapping[str, Any]
+) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[int, int]]]:
     """With meta.json marks, name each phase as the recorder did (``out``, ``in``) and measure it over
     the recorder's window, so the recorded numbers are its metrics.json's; only when each marked
     phase holds exactly one change."""
@@ -564,15 +609,21 @@ def replay(recording: Recording, config: SimConfig | None = None, **settings: An
     config = config or replay_config(recording, **settings)
     plan = plan_replay(recording, config)
     if recording.meta is None:
-        assumed = [f"{label} {value}" for key, label, value in (
-            ("broker", "broker", config.broker), ("session_timeout_ms", "session", f"{config.session_timeout_ms:g} ms"),
-            ("heartbeat_interval_ms", "heartbeat", f"{config.heartbeat_interval_ms:g} ms"))
-            if settings.get(key) is None]
+        assumed = [
+            f"{label} {value}"
+            for key, label, value in (
+                ("broker", "broker", config.broker),
+                ("session_timeout_ms", "session", f"{config.session_timeout_ms:g} ms"),
+                ("heartbeat_interval_ms", "heartbeat", f"{config.heartbeat_interval_ms:g} ms"),
+            )
+            if settings.get(key) is None
+        ]
         if assumed:
             plan.notes.append(f"no meta.json: assumed {', '.join(assumed)} (--broker, --session-ms, --heartbeat-ms)")
     result = simulate(plan.scenario, config)
-    keep_sync = any(e.ev == "sync" and e.extra.get("gen") is not None and not e.extra.get("inferred")
-                    for e in recording.events)
+    keep_sync = any(
+        e.ev == "sync" and e.extra.get("gen") is not None and not e.extra.get("inferred") for e in recording.events
+    )
     recorded_events = _observable(list(recording.events) + plan.inferred_crashes, keep_sync)
     recorded = timeline_metrics(recorded_events, plan.phases)
     sim_windows = [w for name, w in result.phases.items() if name != "initial"]
@@ -586,7 +637,9 @@ def replay(recording: Recording, config: SimConfig | None = None, **settings: An
         label=recording.label,
         recorded_as=_recorded_as(recording),
         simulated_as=f"{config.assignor} ({protocol}"
-                     + ", static" * config.static_membership + ", fast follow-up" * config.fast_follow_up + ")",
+        + ", static" * config.static_membership
+        + ", fast follow-up" * config.fast_follow_up
+        + ")",
         config=config,
         plan=plan,
         result=result,

@@ -174,8 +174,17 @@ class Scenario:
 
 
 #: Scenario kinds a sweep grid can name.
-SCENARIO_KINDS = ("scale_out", "scale_in", "scale_out_in", "rolling_restart", "crash", "flap",
-                  "subscription_change", "partition_increase", "random")
+SCENARIO_KINDS = (
+    "scale_out",
+    "scale_in",
+    "scale_out_in",
+    "rolling_restart",
+    "crash",
+    "flap",
+    "subscription_change",
+    "partition_increase",
+    "random",
+)
 
 
 def make_scenario(kind: str, members: int, partitions: int, *, seed: int = 0, topic: str = "topic") -> Scenario:
@@ -209,8 +218,9 @@ def make_scenario(kind: str, members: int, partitions: int, *, seed: int = 0, to
     raise ValueError(f"unknown scenario kind {kind!r}; expected one of {SCENARIO_KINDS}")
 
 
-def random_scenario(seed: int, *, members: int = 3, partitions: int = 12, steps: int = 4,
-                    topic: str = "topic") -> Scenario:
+def random_scenario(
+    seed: int, *, members: int = 3, partitions: int = 12, steps: int = 4, topic: str = "topic"
+) -> Scenario:
     """A reproducible random sequence of scale-outs, scale-ins, crashes, restarts and growth."""
     rng = random.Random(seed)
     live = members
@@ -231,8 +241,11 @@ def random_scenario(seed: int, *, members: int = 3, partitions: int = 12, steps:
             chosen.append(Crash(after_s=after, phase=phase))
             live -= 1
         elif roll < 0.9:
-            chosen.append(RollingRestart(down_s=rng.uniform(0.1, 3.0), interval_s=rng.uniform(1.0, 10.0),
-                                         after_s=after, phase=phase))
+            chosen.append(
+                RollingRestart(
+                    down_s=rng.uniform(0.1, 3.0), interval_s=rng.uniform(1.0, 10.0), after_s=after, phase=phase
+                )
+            )
         else:
             size += rng.randint(1, partitions)
             chosen.append(PartitionIncrease(topic, size, after_s=after, phase=phase))

@@ -125,16 +125,24 @@ class _Simulation:
             raise ValueError(f"assignor {probe.name!r} does not support the {self.protocol.name} protocol")
         self.protocol_name = probe.name
         network_s = config.latency_ms("network_ms") / 1000
-        common = dict(network_s=network_s, session_s=config.session_timeout_ms / 1000,
-                      rebalance_s=config.rebalance_timeout_ms / 1000)
+        common = dict(
+            network_s=network_s,
+            session_s=config.session_timeout_ms / 1000,
+            rebalance_s=config.rebalance_timeout_ms / 1000,
+        )
         if config.group_protocol == "consumer":
             self.coordinator: Any = ConsumerGroupCoordinator(
-                self.loop, network_s=network_s, session_s=config.session_timeout_ms / 1000,
-                heartbeat_s=self.heartbeat_s, partitions_per_topic=self.partitions_per_topic,
-                assignment_interval_s=config.assignment_interval_ms / 1000)
+                self.loop,
+                network_s=network_s,
+                session_s=config.session_timeout_ms / 1000,
+                heartbeat_s=self.heartbeat_s,
+                partitions_per_topic=self.partitions_per_topic,
+                assignment_interval_s=config.assignment_interval_ms / 1000,
+            )
         elif config.broker == "kafka":
-            self.coordinator = KafkaCoordinator(self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000,
-                                                **common)
+            self.coordinator = KafkaCoordinator(
+                self.loop, initial_delay_s=config.initial_rebalance_delay_ms / 1000, **common
+            )
         else:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
@@ -164,17 +172,32 @@ class _Simulation:
         # Each incarnation's batches from its own generator: one member's never shift another's.
         rng = random.Random(f"{self.scenario.seed}/{member_id}")
         if self.config.group_protocol == "consumer":
-            member: Any = ConsumerGroupSimMember(name, incarnation, self, self.topics, client=self.config.client,
-                                                 processing=self.processing, rng=rng,
-                                                 rebalance_timeout_ms=int(self.config.rebalance_timeout_ms))
+            member: Any = ConsumerGroupSimMember(
+                name,
+                incarnation,
+                self,
+                self.topics,
+                client=self.config.client,
+                processing=self.processing,
+                rng=rng,
+                rebalance_timeout_ms=int(self.config.rebalance_timeout_ms),
+            )
         else:
             interval = self.config.commit_interval_ms
-            member = SimMember(name, incarnation, self, self.assignor_factory(name), self.topics,
-                               instance_id=(instance_id or name) if self.config.static_membership else None,
-                               fast_follow_up=self.config.follows_up_fast(name), client=self.config.client,
-                               processing=self.processing, rng=rng,
-                               heartbeat_lag_s=self.config.latency_ms("heartbeat_lag_ms") / 1000,
-                               commit_interval_s=None if interval is None else interval / 1000)
+            member = SimMember(
+                name,
+                incarnation,
+                self,
+                self.assignor_factory(name),
+                self.topics,
+                instance_id=(instance_id or name) if self.config.static_membership else None,
+                fast_follow_up=self.config.follows_up_fast(name),
+                client=self.config.client,
+                processing=self.processing,
+                rng=rng,
+                heartbeat_lag_s=self.config.latency_ms("heartbeat_lag_ms") / 1000,
+                commit_interval_s=None if interval is None else interval / 1000,
+            )
         self.members[name] = member
         member.start()
         return member
@@ -337,8 +360,9 @@ class _Simulation:
 Simulation = _Simulation
 
 
-def simulate(scenario: Scenario, config: SimConfig | None = None, *,
-             assignor_factory: Callable[[str], Any] | None = None) -> SimResult:
+def simulate(
+    scenario: Scenario, config: SimConfig | None = None, *, assignor_factory: Callable[[str], Any] | None = None
+) -> SimResult:
     """Simulate ``scenario`` under ``config`` (default :class:`SimConfig`).
 
     ``assignor_factory`` builds one assignor per consumer incarnation from the member's name; the

@@ -50,17 +50,23 @@ def _print_json(summary: dict[str, Any], page: Any, aggregates: Sequence[dict]) 
 
 def _print_aggregates(aggregates: Sequence[dict]) -> None:
     for a in aggregates:
-        print(f"  {a['broker']:<6} {a['client']:<10} {a['assignor']:<20} {a['protocol']:<11} {a['kind']:<20} "
-              f"n={a['n']:<5} unowned_ps p50={a['unowned_ps_p50']:.3f} p95={a['unowned_ps_p95']:.3f}  "
-              f"moved mean={a['moved_mean']:.2f}  settle_s p50={a['settle_s_p50']:.3f}  "
-              f"balance max={a['balance_max']:.0f}  double_owned max={a['double_owned_ps_max']:.3f}")
+        print(
+            f"  {a['broker']:<6} {a['client']:<10} {a['assignor']:<20} {a['protocol']:<11} {a['kind']:<20} "
+            f"n={a['n']:<5} unowned_ps p50={a['unowned_ps_p50']:.3f} p95={a['unowned_ps_p95']:.3f}  "
+            f"moved mean={a['moved_mean']:.2f}  settle_s p50={a['settle_s_p50']:.3f}  "
+            f"balance max={a['balance_max']:.0f}  double_owned max={a['double_owned_ps_max']:.3f}"
+        )
 
 
 @handles_errors("sweep")
 def sweep_main(argv: Sequence[str] | None = None) -> int:
     """kassign sweep GRID.yaml --out DIR [--master URL]; returns the exit code."""
-    p = ArgumentParser(prog="kassign sweep", description="Simulate a scenario grid on Spark and report.",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(
+        prog="kassign sweep",
+        description="Simulate a scenario grid on Spark and report.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("grid", type=Path, help="grid YAML (see examples/grids)")
     _common(p)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -80,19 +86,34 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
     summary = {
-        "grid": str(args.grid), "scenarios": result.scenarios, "master": args.master,
-        "wall time (s)": result.wall_s, "simulation time in tasks (s)": result.task_s,
+        "grid": str(args.grid),
+        "scenarios": result.scenarios,
+        "master": args.master,
+        "wall time (s)": result.wall_s,
+        "simulation time in tasks (s)": result.task_s,
         "scenarios per second": result.scenarios / result.wall_s if result.wall_s else 0.0,
     }
-    parameters = {"grid file": str(args.grid), **grid_axes(grid), "config": grid.get("config") or {},
-                  "Spark master": args.master}
-    page = write_report(args.out, result.phase_rows, result.aggregates, title=f"kassign sweep: {args.grid.name}",
-                        summary=_measured(summary), parameters=parameters)
+    parameters = {
+        "grid file": str(args.grid),
+        **grid_axes(grid),
+        "config": grid.get("config") or {},
+        "Spark master": args.master,
+    }
+    page = write_report(
+        args.out,
+        result.phase_rows,
+        result.aggregates,
+        title=f"kassign sweep: {args.grid.name}",
+        summary=_measured(summary),
+        parameters=parameters,
+    )
     if args.json:
         _print_json(summary, page, result.aggregates)
         return 0
-    print(f"{result.scenarios} scenarios in {result.wall_s:.1f} s ({result.scenarios / result.wall_s:.1f}/s); "
-          f"report: {page}")
+    print(
+        f"{result.scenarios} scenarios in {result.wall_s:.1f} s ({result.scenarios / result.wall_s:.1f}/s); "
+        f"report: {page}"
+    )
     _print_aggregates(result.aggregates)
     return 0
 
@@ -100,14 +121,26 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
 @handles_errors("analyze")
 def analyze_main(argv: Sequence[str] | None = None) -> int:
     """kassign analyze EVENTS... --out DIR: the sweep's aggregation and report over recorded timelines."""
-    p = ArgumentParser(prog="kassign analyze", description="Aggregate recorded rebalance timelines.",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("events", nargs="+", help="run directories (events.jsonl.gz + meta.json, or several member "
-                                             "files) or timeline files (.jsonl, .jsonl.gz)")
+    p = ArgumentParser(
+        prog="kassign analyze",
+        description="Aggregate recorded rebalance timelines.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "events",
+        nargs="+",
+        help="run directories (events.jsonl.gz + meta.json, or several member "
+        "files) or timeline files (.jsonl, .jsonl.gz)",
+    )
     p.add_argument("--merge", action="store_true", help="all the given files are members of one group")
-    p.add_argument("--quiet-s", type=finite_float("the quiet time (s)", 0, 86400, low_inclusive=False), default=2.0,
-                   help="without a meta.json, a member starting/closing/crashing after this many quiet "
-                        "seconds opens a new phase (default 2)")
+    p.add_argument(
+        "--quiet-s",
+        type=finite_float("the quiet time (s)", 0, 86400, low_inclusive=False),
+        default=2.0,
+        help="without a meta.json, a member starting/closing/crashing after this many quiet "
+        "seconds opens a new phase (default 2)",
+    )
     _common(p)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     _check_out(args.out)
@@ -119,15 +152,26 @@ def analyze_main(argv: Sequence[str] | None = None) -> int:
 
     spark = spark_session(args.master, "kassign analyze", quiet=not libraries_verbose())
     try:
-        result = run_analysis(spark, groups, args.out, quiet_s=args.quiet_s, with_events=not args.no_events,
-                              progress=not args.no_progress)
+        result = run_analysis(
+            spark, groups, args.out, quiet_s=args.quiet_s, with_events=not args.no_events, progress=not args.no_progress
+        )
     finally:
         spark.stop()
     summary = {"groups": result.scenarios, "master": args.master, "wall time (s)": result.wall_s}
-    parameters = {"inputs": list(args.events), "merged into one group": args.merge,
-                  "quiet time for phase detection (s)": args.quiet_s, "Spark master": args.master}
-    page = write_report(args.out, result.phase_rows, result.aggregates, title="kassign analyze",
-                        summary=_measured(summary), parameters=parameters)
+    parameters = {
+        "inputs": list(args.events),
+        "merged into one group": args.merge,
+        "quiet time for phase detection (s)": args.quiet_s,
+        "Spark master": args.master,
+    }
+    page = write_report(
+        args.out,
+        result.phase_rows,
+        result.aggregates,
+        title="kassign analyze",
+        summary=_measured(summary),
+        parameters=parameters,
+    )
     if args.json:
         _print_json(summary, page, result.aggregates)
         return 0

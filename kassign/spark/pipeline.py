@@ -35,27 +35,50 @@ from pyspark.sql.types import (
 
 from kassign.spark.tasks import LABEL_FIELDS, METRIC_FIELDS, measure_group, run_spec
 
-__all__ = ["spark_session", "SweepOutput", "run_sweep", "run_analysis", "aggregate", "PHASE_SCHEMA", "EVENT_SCHEMA",
-           "GROUP_KEYS"]
+__all__ = [
+    "spark_session",
+    "SweepOutput",
+    "run_sweep",
+    "run_analysis",
+    "aggregate",
+    "PHASE_SCHEMA",
+    "EVENT_SCHEMA",
+    "GROUP_KEYS",
+]
 
 log = logging.getLogger(__name__)
 
 _TYPES = {
-    "scenario_id": LongType(), "members": LongType(), "partitions": LongType(), "seed": LongType(),
-    "settled": BooleanType(), "sim_ms": DoubleType(),
-    "moved": LongType(), "unowned_parts": LongType(), "kept": LongType(), "rounds": LongType(), "balance": LongType(),
-    "revoke_callbacks": LongType(), "assign_callbacks": LongType(),
+    "scenario_id": LongType(),
+    "members": LongType(),
+    "partitions": LongType(),
+    "seed": LongType(),
+    "settled": BooleanType(),
+    "sim_ms": DoubleType(),
+    "moved": LongType(),
+    "unowned_parts": LongType(),
+    "kept": LongType(),
+    "rounds": LongType(),
+    "balance": LongType(),
+    "revoke_callbacks": LongType(),
+    "assign_callbacks": LongType(),
 }
-PHASE_SCHEMA = StructType([StructField(f, _TYPES.get(f, DoubleType() if f in METRIC_FIELDS else StringType()), False)
-                           for f in LABEL_FIELDS + METRIC_FIELDS])
-EVENT_SCHEMA = StructType([
-    StructField("scenario_id", LongType(), False),
-    StructField("member", StringType(), False),
-    StructField("t", DoubleType(), False),
-    StructField("ev", StringType(), False),
-    StructField("parts", ArrayType(StringType()), True),
-    StructField("extra", StringType(), True),
-])
+PHASE_SCHEMA = StructType(
+    [
+        StructField(f, _TYPES.get(f, DoubleType() if f in METRIC_FIELDS else StringType()), False)
+        for f in LABEL_FIELDS + METRIC_FIELDS
+    ]
+)
+EVENT_SCHEMA = StructType(
+    [
+        StructField("scenario_id", LongType(), False),
+        StructField("member", StringType(), False),
+        StructField("t", DoubleType(), False),
+        StructField("ev", StringType(), False),
+        StructField("parts", ArrayType(StringType()), True),
+        StructField("extra", StringType(), True),
+    ]
+)
 #: What the aggregates are grouped by.
 GROUP_KEYS = ("broker", "client", "assignor", "protocol", "kind")
 
@@ -73,10 +96,13 @@ def spark_session(master: str = "local[*]", app_name: str = "kassign", *, quiet:
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "8"))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+    )
     if quiet and "SPARK_CONF_DIR" not in os.environ:
         os.environ["SPARK_CONF_DIR"] = str(QUIET_CONF_DIR)
         try:
@@ -102,7 +128,7 @@ def _progress(spark: SparkSession, group: str, description: str, enabled: bool) 
                 done = total = 0
                 for job in tracker.getJobIdsForGroup(group):
                     info = tracker.getJobInfo(job)
-                    for stage in (info.stageIds if info else ()):
+                    for stage in info.stageIds if info else ():
                         s = tracker.getStageInfo(stage)
                         if s is not None:
                             done, total = done + s.numCompletedTasks, total + s.numTasks
@@ -133,8 +159,17 @@ class SweepOutput:
     task_s: float  # summed wall time of the tasks' simulations
 
 
-def _run(spark: SparkSession, items: Sequence[Any], work: Callable[[Any], tuple[list, list]], out: Path | None,
-         *, with_events: bool, progress: bool, label: str, slices: int | None) -> SweepOutput:
+def _run(
+    spark: SparkSession,
+    items: Sequence[Any],
+    work: Callable[[Any], tuple[list, list]],
+    out: Path | None,
+    *,
+    with_events: bool,
+    progress: bool,
+    label: str,
+    slices: int | None,
+) -> SweepOutput:
     sc = spark.sparkContext
     started = time.perf_counter()
     n = max(1, min(len(items), slices or sc.defaultParallelism * 4))
@@ -167,19 +202,49 @@ def _event_tuple(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row["scenario_id"], row["member"], row["t"], row["ev"], row["parts"], row["extra"])
 
 
-def run_sweep(spark: SparkSession, specs: Sequence[dict[str, Any]], out: Path | None, *, with_events: bool = True,
-              progress: bool = True, slices: int | None = None) -> SweepOutput:
+def run_sweep(
+    spark: SparkSession,
+    specs: Sequence[dict[str, Any]],
+    out: Path | None,
+    *,
+    with_events: bool = True,
+    progress: bool = True,
+    slices: int | None = None,
+) -> SweepOutput:
     """Simulate every spec on the executors; write ``phases``/``events``/``aggregates`` Parquet under ``out``."""
-    return _run(spark, specs, lambda spec: run_spec(spec, with_events=with_events), out,
-                with_events=with_events, progress=progress, label="sweep", slices=slices)
+    return _run(
+        spark,
+        specs,
+        lambda spec: run_spec(spec, with_events=with_events),
+        out,
+        with_events=with_events,
+        progress=progress,
+        label="sweep",
+        slices=slices,
+    )
 
 
-def run_analysis(spark: SparkSession, groups: Sequence[Sequence[str]], out: Path | None, *, quiet_s: float = 2.0,
-                 with_events: bool = True, progress: bool = True) -> SweepOutput:
+def run_analysis(
+    spark: SparkSession,
+    groups: Sequence[Sequence[str]],
+    out: Path | None,
+    *,
+    quiet_s: float = 2.0,
+    with_events: bool = True,
+    progress: bool = True,
+) -> SweepOutput:
     """Measure every recorded group (a list of member files each) on the executors."""
     items = list(enumerate(groups))
-    return _run(spark, items, lambda item: measure_group(item[0], item[1], quiet_s=quiet_s, with_events=with_events),
-                out, with_events=with_events, progress=progress, label="analyze", slices=len(items))
+    return _run(
+        spark,
+        items,
+        lambda item: measure_group(item[0], item[1], quiet_s=quiet_s, with_events=with_events),
+        out,
+        with_events=with_events,
+        progress=progress,
+        label="analyze",
+        slices=len(items),
+    )
 
 
 def aggregate(phases: DataFrame) -> DataFrame:
@@ -193,6 +258,8 @@ def aggregate(phases: DataFrame) -> DataFrame:
             F.percentile_approx(col, 0.95, 100000).cast("double").alias(f"{col}_p95"),
             F.max(col).cast("double").alias(f"{col}_max"),
         ]
-    stats += [F.max("double_owned_ps").alias("double_owned_ps_max"),
-              F.sum(F.when(F.col("settled"), 0).otherwise(1)).alias("unsettled")]
+    stats += [
+        F.max("double_owned_ps").alias("double_owned_ps_max"),
+        F.sum(F.when(F.col("settled"), 0).otherwise(1)).alias("unsettled"),
+    ]
     return phases.where(F.col("kind") != "initial").groupBy(*GROUP_KEYS).agg(*stats).orderBy(*GROUP_KEYS)

@@ -21,8 +21,18 @@ __all__ = ["write_report", "FIGURES", "TABLE_COLUMNS"]
 
 log = logging.getLogger(__name__)
 
-TABLE_COLUMNS = ("n", "unowned_ps_p50", "unowned_ps_p95", "moved_mean", "settle_s_p50", "settle_s_p95",
-                 "rounds_p50", "balance_max", "double_owned_ps_max", "unsettled")
+TABLE_COLUMNS = (
+    "n",
+    "unowned_ps_p50",
+    "unowned_ps_p95",
+    "moved_mean",
+    "settle_s_p50",
+    "settle_s_p95",
+    "rounds_p50",
+    "balance_max",
+    "double_owned_ps_max",
+    "unsettled",
+)
 _KEYS = ("broker", "client", "assignor", "protocol", "kind")
 
 _STYLE = """
@@ -56,20 +66,30 @@ def _summary_html(aggregates: Sequence[Mapping[str, Any]], phase_rows: Sequence[
         cells.setdefault(f.kind, {})[f.metric] = html.escape(f.text())
     head = '<th class="l">phase</th>' + "".join(
         f'<th class="l">{html.escape(what)} <small>({html.escape(unit)})</small></th>'
-        for what, unit in SUMMARY_METRICS.values())
+        for what, unit in SUMMARY_METRICS.values()
+    )
     body = "\n".join(
         f'<tr><td class="l">{html.escape(kind_title(kind))}</td>'
-        + "".join(f'<td class="l">{row.get(m, "-")}</td>' for m in SUMMARY_METRICS) + "</tr>"
-        for kind, row in cells.items())
+        + "".join(f'<td class="l">{row.get(m, "-")}</td>' for m in SUMMARY_METRICS)
+        + "</tr>"
+        for kind, row in cells.items()
+    )
     facts = "".join(f"<li>{html.escape(line)}</li>" for line in checks(aggregates, phase_rows))
-    return (f"<p><b>{html.escape(headline(found))}</b></p>\n"
-            f"<p class=\"lede\">Best strategy per phase and metric (lower is better); values within 1% of the "
-            f"best count as a tie.</p>\n<table><tr>{head}</tr>\n{body}\n</table>\n<ul>{facts}</ul>")
+    return (
+        f"<p><b>{html.escape(headline(found))}</b></p>\n"
+        f'<p class="lede">Best strategy per phase and metric (lower is better); values within 1% of the '
+        f"best count as a tie.</p>\n<table><tr>{head}</tr>\n{body}\n</table>\n<ul>{facts}</ul>"
+    )
 
 
 def _dl(items: Mapping[str, Any]) -> str:
-    return "<table>" + "".join(f'<tr><th class="l">{html.escape(str(k))}</th><td class="l">{_fmt(v)}</td></tr>'
-                               for k, v in items.items()) + "</table>"
+    return (
+        "<table>"
+        + "".join(
+            f'<tr><th class="l">{html.escape(str(k))}</th><td class="l">{_fmt(v)}</td></tr>' for k, v in items.items()
+        )
+        + "</table>"
+    )
 
 
 def _figure_html(figure: FigurePanels, drawn: bool) -> str:
@@ -77,17 +97,28 @@ def _figure_html(figure: FigurePanels, drawn: bool) -> str:
     note = figure.note()
     note_html = f' <span class="note">{html.escape(note)}</span>' if note else ""
     if not drawn:
-        return (f'<section class="figure" data-metric="{spec.metric}" data-panels="">'
-                f"<h3>{html.escape(spec.title)}</h3>"
-                f'<p class="caption">{html.escape(spec.reading)}.{note_html}</p></section>')
+        return (
+            f'<section class="figure" data-metric="{spec.metric}" data-panels="">'
+            f"<h3>{html.escape(spec.title)}</h3>"
+            f'<p class="caption">{html.escape(spec.reading)}.{note_html}</p></section>'
+        )
     kinds = ",".join(p.kind for p in figure.panels)
-    return (f'<figure data-metric="{spec.metric}" data-panels="{html.escape(kinds)}"><h3>{html.escape(spec.title)}'
-            f'</h3><img src="{spec.file}" alt="{html.escape(spec.title)}">'
-            f"<figcaption>{html.escape(spec.caption)}{note_html}</figcaption></figure>")
+    return (
+        f'<figure data-metric="{spec.metric}" data-panels="{html.escape(kinds)}"><h3>{html.escape(spec.title)}'
+        f'</h3><img src="{spec.file}" alt="{html.escape(spec.title)}">'
+        f"<figcaption>{html.escape(spec.caption)}{note_html}</figcaption></figure>"
+    )
 
 
-def write_report(out: Path, phase_rows: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str, Any]], *,
-                 title: str, summary: Mapping[str, Any], parameters: Mapping[str, Any] | None = None) -> Path:
+def write_report(
+    out: Path,
+    phase_rows: Sequence[Mapping[str, Any]],
+    aggregates: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    summary: Mapping[str, Any],
+    parameters: Mapping[str, Any] | None = None,
+) -> Path:
     """Write the PNGs and ``report.html`` (plus ``aggregates.json``) into ``out``; returns the page.
 
     ``summary``: facts about the run (timings, counts); ``parameters``: what the run was asked to
@@ -110,7 +141,8 @@ def write_report(out: Path, phase_rows: Sequence[Mapping[str, Any]], aggregates:
     # <wbr> after each underscore lets the long column names wrap, so the table fits the page.
     head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in _KEYS + TABLE_COLUMNS)
     body = "\n".join(
-        "<tr>" + "".join(f"<td>{_fmt(a.get(c))}</td>" for c in _KEYS + TABLE_COLUMNS) + "</tr>" for a in aggregates)
+        "<tr>" + "".join(f"<td>{_fmt(a.get(c))}</td>" for c in _KEYS + TABLE_COLUMNS) + "</tr>" for a in aggregates
+    )
     strategies = {(r["assignor"], r["protocol"], r.get("client"), r.get("broker")) for r in measured}
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FigureSpec", "Panel", "FigurePanels", "FIGURES", "strategy_keys", "strategy_label", "kind_title",
-           "figure_panels", "draw_figure"]
+__all__ = [
+    "FigureSpec",
+    "Panel",
+    "FigurePanels",
+    "FIGURES",
+    "strategy_keys",
+    "strategy_label",
+    "kind_title",
+    "figure_panels",
+    "draw_figure",
+]
 
 
 @dataclass(frozen=True)
@@ -40,17 +49,41 @@ class FigureSpec:
 
 _BOXES = "a box spans the middle half of the runs, its line is the median, dots are single runs"
 FIGURES = (
-    FigureSpec("unowned_ps", "ownership_gap.png", "Ownership gap", "unowned partition-seconds",
-               "Lower is better: how long partitions went without an owner (nobody consuming them)", _BOXES),
-    FigureSpec("moved", "movement.png", "Partition movement", "partitions that changed owner",
-               "Lower is better: how many partitions changed owner per phase (a sticky assignor moves only "
-               "those that must move)", _BOXES),
-    FigureSpec("settle_s", "settle_time.png", "Settle time", "seconds to settle",
-               "Lower is better: seconds from the trigger (members joining, leaving, crashing) to the last "
-               "partition hand-over", _BOXES),
-    FigureSpec("balance", "balance.png", "Balance after settling", "max - min partitions per member",
-               "0 is perfect: the busiest minus the idlest member's partition count once the group settled",
-               "bars are the mean over runs, triangles the worst run", bars=True),
+    FigureSpec(
+        "unowned_ps",
+        "ownership_gap.png",
+        "Ownership gap",
+        "unowned partition-seconds",
+        "Lower is better: how long partitions went without an owner (nobody consuming them)",
+        _BOXES,
+    ),
+    FigureSpec(
+        "moved",
+        "movement.png",
+        "Partition movement",
+        "partitions that changed owner",
+        "Lower is better: how many partitions changed owner per phase (a sticky assignor moves only "
+        "those that must move)",
+        _BOXES,
+    ),
+    FigureSpec(
+        "settle_s",
+        "settle_time.png",
+        "Settle time",
+        "seconds to settle",
+        "Lower is better: seconds from the trigger (members joining, leaving, crashing) to the last "
+        "partition hand-over",
+        _BOXES,
+    ),
+    FigureSpec(
+        "balance",
+        "balance.png",
+        "Balance after settling",
+        "max - min partitions per member",
+        "0 is perfect: the busiest minus the idlest member's partition count once the group settled",
+        "bars are the mean over runs, triangles the worst run",
+        bars=True,
+    ),
 )
 
 #: Phase kinds as a reader would say them.
@@ -148,13 +181,23 @@ def _draw_panel(ax: Any, panel: Panel, spec: FigureSpec) -> None:
     positions = list(range(1, len(labels) + 1))
     colours = [PROTOCOL_COLOURS.get(panel.protocols[lb], OTHER_COLOUR) for lb in labels]
     if spec.bars:
-        ax.bar(positions, [sum(panel.series[lb]) / len(panel.series[lb]) for lb in labels], color=colours,
-               alpha=0.8, width=0.6)
+        ax.bar(
+            positions,
+            [sum(panel.series[lb]) / len(panel.series[lb]) for lb in labels],
+            color=colours,
+            alpha=0.8,
+            width=0.6,
+        )
         ax.plot(positions, [max(panel.series[lb]) for lb in labels], "kv", markersize=7)
         ax.yaxis.get_major_locator().set_params(integer=True)
     else:
-        boxes = ax.boxplot([panel.series[lb] for lb in labels], positions=positions, patch_artist=True,
-                           widths=0.6, medianprops={"color": "black", "linewidth": 1.5})
+        boxes = ax.boxplot(
+            [panel.series[lb] for lb in labels],
+            positions=positions,
+            patch_artist=True,
+            widths=0.6,
+            medianprops={"color": "black", "linewidth": 1.5},
+        )
         for box, colour in zip(boxes["boxes"], colours):
             box.set_facecolor(colour)
             box.set_alpha(0.8)
@@ -190,11 +233,12 @@ def draw_figure(figure: FigurePanels, path: Path) -> Path:
     fig, axes = plt.subplots(rows, cols, figsize=(width, 0.6 + 4.2 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, figure.panels):
         _draw_panel(ax, panel, figure.spec)
-    for ax in list(axes.flat)[len(figure.panels):]:
+    for ax in list(axes.flat)[len(figure.panels) :]:
         ax.remove()  # an odd panel count leaves one grid cell: no empty frame
     used = {p for panel in figure.panels for p in panel.protocols.values()}
-    handles: list[Any] = [Patch(color=PROTOCOL_COLOURS.get(p, OTHER_COLOUR), alpha=0.8, label=f"{p} protocol")
-               for p in sorted(used)]
+    handles: list[Any] = [
+        Patch(color=PROTOCOL_COLOURS.get(p, OTHER_COLOUR), alpha=0.8, label=f"{p} protocol") for p in sorted(used)
+    ]
     if figure.spec.bars:
         from matplotlib.lines import Line2D
 

@@ -78,8 +78,11 @@ def findings(aggregates: Sequence[Mapping[str, Any]]) -> list[Finding]:
     out = []
     for kind in sorted(by_kind):
         for metric in SUMMARY_METRICS:
-            scored = sorted((float(a[metric]), strategy_label(a, keys)) for a in by_kind[kind]
-                            if a.get(metric) is not None and math.isfinite(float(a[metric])))
+            scored = sorted(
+                (float(a[metric]), strategy_label(a, keys))
+                for a in by_kind[kind]
+                if a.get(metric) is not None and math.isfinite(float(a[metric]))
+            )
             if not scored:
                 continue
             best_value = scored[0][0]
@@ -100,8 +103,7 @@ def headline(found: Sequence[Finding], metric: str = "unowned_ps_p50") -> str:
     if not wins:
         return f"Every strategy has the same {what} in every phase kind."
     ranked = sorted(wins.items(), key=lambda item: (-len(item[1]), item[0]))
-    return f"Lowest {what}: " + "; ".join(
-        f"{' = '.join(best)} in {', '.join(kinds)}" for best, kinds in ranked) + "."
+    return f"Lowest {what}: " + "; ".join(f"{' = '.join(best)} in {', '.join(kinds)}" for best, kinds in ranked) + "."
 
 
 def checks(aggregates: Sequence[Mapping[str, Any]], phase_rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -111,8 +113,11 @@ def checks(aggregates: Sequence[Mapping[str, Any]], phase_rows: Sequence[Mapping
     doubled = [a for a in measured if (a.get("double_owned_ps_max") or 0) > 0]
     if doubled:
         keys = strategy_keys(measured)
-        lines.append("Partitions owned by two members at once in: " + ", ".join(
-            f"{strategy_label(a, keys)} {kind_title(a['kind'])}" for a in doubled) + ".")
+        lines.append(
+            "Partitions owned by two members at once in: "
+            + ", ".join(f"{strategy_label(a, keys)} {kind_title(a['kind'])}" for a in doubled)
+            + "."
+        )
     elif measured:
         lines.append("No partition was owned by two members at once in any run.")
     unsettled = sum(int(a.get("unsettled") or 0) for a in measured)

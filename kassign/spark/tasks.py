@@ -21,17 +21,47 @@ from kassign.timeline.metrics import PhaseMetrics, detect_phases, recording_phas
 __all__ = ["METRIC_FIELDS", "LABEL_FIELDS", "run_spec", "measure_group", "group_sources", "phase_kind"]
 
 #: Metric columns of a phase row, in order (see :mod:`kassign.timeline.metrics`).
-METRIC_FIELDS = ("settle_s", "window_s", "unowned_ps", "double_owned_ps", "moved", "unowned_parts", "kept",
-                 "gap_kept_s", "rounds", "balance", "revoke_callbacks", "assign_callbacks")
+METRIC_FIELDS = (
+    "settle_s",
+    "window_s",
+    "unowned_ps",
+    "double_owned_ps",
+    "moved",
+    "unowned_parts",
+    "kept",
+    "gap_kept_s",
+    "rounds",
+    "balance",
+    "revoke_callbacks",
+    "assign_callbacks",
+)
 FLOAT_METRICS = frozenset({"settle_s", "window_s", "unowned_ps", "double_owned_ps", "gap_kept_s"})
 #: Label columns of a phase row, in order.
-LABEL_FIELDS = ("scenario_id", "source", "broker", "client", "assignor", "protocol", "members", "partitions",
-                "scenario", "seed", "phase", "kind", "settled", "sim_ms")
+LABEL_FIELDS = (
+    "scenario_id",
+    "source",
+    "broker",
+    "client",
+    "assignor",
+    "protocol",
+    "members",
+    "partitions",
+    "scenario",
+    "seed",
+    "phase",
+    "kind",
+    "settled",
+    "sim_ms",
+)
 
 log = logging.getLogger(__name__)
 
-RECORDED_STRATEGIES = {"range": ("range", "eager"), "sticky": ("sticky", "eager"),
-                       "roundrobin": ("roundrobin", "eager"), "coop": ("cooperative-sticky", "cooperative")}
+RECORDED_STRATEGIES = {
+    "range": ("range", "eager"),
+    "sticky": ("sticky", "eager"),
+    "roundrobin": ("roundrobin", "eager"),
+    "coop": ("cooperative-sticky", "cooperative"),
+}
 RECORDED_CLIENTS = {"ck": "librdkafka"}
 RECORDED_PHASE_KINDS = {"initial": "initial", "out": "scale_out", "in": "scale_in"}
 TIMELINE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")
@@ -52,30 +82,42 @@ def _phase_rows(labels: dict[str, Any], metrics: dict[str, PhaseMetrics]) -> lis
 
 
 def _event_rows(scenario_id: int, events: Iterable[Event]) -> list[dict[str, Any]]:
-    return [{
-        "scenario_id": scenario_id,
-        "member": e.id,
-        "t": float(e.t),
-        "ev": e.ev,
-        "parts": None if e.parts is None else [f"{tp.topic}:{tp.partition}" for tp in e.parts],
-        "extra": json.dumps(e.extra, sort_keys=True) if e.extra else None,
-    } for e in events]
+    return [
+        {
+            "scenario_id": scenario_id,
+            "member": e.id,
+            "t": float(e.t),
+            "ev": e.ev,
+            "parts": None if e.parts is None else [f"{tp.topic}:{tp.partition}" for tp in e.parts],
+            "extra": json.dumps(e.extra, sort_keys=True) if e.extra else None,
+        }
+        for e in events
+    ]
 
 
 def run_spec(spec: dict[str, Any], *, with_events: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Simulate one grid spec (see :mod:`kassign.spark.grid`): (phase rows, event rows)."""
-    config = SimConfig.from_dict({
-        **spec.get("config", {}),
-        "assignor": spec["assignor"],
-        "protocol": spec["protocol"],
-        "broker": spec["broker"],
-        "client": spec["client"],
-    })
+    config = SimConfig.from_dict(
+        {
+            **spec.get("config", {}),
+            "assignor": spec["assignor"],
+            "protocol": spec["protocol"],
+            "broker": spec["broker"],
+            "client": spec["client"],
+        }
+    )
     scenario = make_scenario(spec["scenario"], int(spec["members"]), int(spec["partitions"]), seed=int(spec["seed"]))
     labels = {
-        "scenario_id": int(spec["scenario_id"]), "source": "sim", "broker": spec["broker"], "client": spec["client"],
-        "assignor": spec["assignor"], "protocol": spec["protocol"], "members": int(spec["members"]),
-        "partitions": int(spec["partitions"]), "scenario": spec["scenario"], "seed": int(spec["seed"]),
+        "scenario_id": int(spec["scenario_id"]),
+        "source": "sim",
+        "broker": spec["broker"],
+        "client": spec["client"],
+        "assignor": spec["assignor"],
+        "protocol": spec["protocol"],
+        "members": int(spec["members"]),
+        "partitions": int(spec["partitions"]),
+        "scenario": spec["scenario"],
+        "seed": int(spec["seed"]),
     }
     started = time.perf_counter()
     try:
@@ -114,8 +156,9 @@ def group_sources(paths: Sequence[str], *, merge: bool = False) -> list[list[str
     return groups
 
 
-def measure_group(scenario_id: int, files: Sequence[str], *, quiet_s: float = 2.0,
-                  with_events: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def measure_group(
+    scenario_id: int, files: Sequence[str], *, quiet_s: float = 2.0, with_events: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Read one recorded group (its members' files merged by time) and measure every phase.
 
     A recorder's ``meta.json`` next to the files supplies phases (its marks) and labels; without

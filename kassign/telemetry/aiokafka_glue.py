@@ -82,7 +82,7 @@ def wrap_listener(recorder: RecorderHooks, listener: Any = None) -> RecordingLis
 
 
 def protocol_of(consumer: Any) -> str:
-    """"consumer" for a consumer on the consumer group protocol (``group_protocol == "consumer"``,
+    """ "consumer" for a consumer on the consumer group protocol (``group_protocol == "consumer"``,
     kassign's CooperativeConsumer), else the protocol it declares in ``rebalance_protocol``, else "eager"."""
     if getattr(consumer, "group_protocol", None) == "consumer":
         return "consumer"

@@ -40,8 +40,13 @@ def _timed(recorder: RecorderHooks, kind: str, user: Callback | None) -> Callbac
     return callback
 
 
-def recording_callbacks(recorder: RecorderHooks, *, on_assign: Callback | None = None,
-                        on_revoke: Callback | None = None, on_lost: Callback | None = None) -> dict[str, Callback]:
+def recording_callbacks(
+    recorder: RecorderHooks,
+    *,
+    on_assign: Callback | None = None,
+    on_revoke: Callback | None = None,
+    on_lost: Callback | None = None,
+) -> dict[str, Callback]:
     """The ``on_assign``/``on_revoke``/``on_lost`` keyword arguments for ``Consumer.subscribe``."""
     for name, cb in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)):
         if cb is not None and not callable(cb):

@@ -55,7 +55,7 @@ class HeartbeatMetrics:
     def __init__(self, config: MetricConfig) -> None:
         self._response_time = Max(config)
         self._rate = Rate(config, _SECOND_MS)  # Java's Meter: Rate(SECONDS, WindowedCount) ...
-        self._total = CumulativeCount()        # ... and a CumulativeSum of 1 per record
+        self._total = CumulativeCount()  # ... and a CumulativeSum of 1 per record
         self._last_sent_ms: float | None = None
 
     def observe(self, event: Event) -> None:

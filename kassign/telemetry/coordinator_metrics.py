@@ -90,14 +90,14 @@ METRIC_NAMES: tuple[str, ...] = (
 #: One line per metric for exporters; avg/max cover Java's sampled window (about the last minute).
 METRIC_HELP: dict[str, str] = {
     "rebalance-latency-avg": "Mean ms a rebalance took: first JoinGroup to successful SyncGroup, or (consumer "
-                             "protocol) reconciliation start to end (sampled window)",
+    "protocol) reconciliation start to end (sampled window)",
     "rebalance-latency-max": "Longest ms a rebalance took: first JoinGroup to successful SyncGroup, or (consumer "
-                             "protocol) reconciliation start to end (sampled window)",
+    "protocol) reconciliation start to end (sampled window)",
     "rebalance-latency-total": "Milliseconds spent in successful rebalances since the consumer started",
     "rebalance-total": "Successful rebalances since the consumer started",
     "rebalance-rate-per-hour": "Successful rebalances per hour over the sampled window",
     "failed-rebalance-total": "Failed JoinGroup/SyncGroup rounds, or (consumer protocol) heartbeat errors while "
-                              "reconciling, since the consumer started",
+    "reconciling, since the consumer started",
     "last-rebalance-seconds-ago": "Whole seconds since the last successful rebalance, -1 before the first",
     "partition-revoked-latency-avg": "Mean ms the partitions-revoked listener callback ran (sampled window)",
     "partition-revoked-latency-max": "Longest ms the partitions-revoked listener callback ran (sampled window)",

@@ -49,8 +49,9 @@ class OtelExporter:
         provider = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
         meter = provider.get_meter("kassign.telemetry")
         self.instruments = [
-            meter.create_observable_gauge(OTEL_PREFIX + name, callbacks=[self._callback(name)],
-                                          unit=_unit(name), description=METRIC_HELP[name])
+            meter.create_observable_gauge(
+                OTEL_PREFIX + name, callbacks=[self._callback(name)], unit=_unit(name), description=METRIC_HELP[name]
+            )
             for name in ALL_METRIC_NAMES
         ]
 

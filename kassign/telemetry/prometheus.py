@@ -52,13 +52,18 @@ class RecorderCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             recorders = list(self._recorders)
-        families = {name: GaugeMetricFamily(prometheus_name(name), METRIC_HELP[name], labels=_LABELS)
-                    for name in ALL_METRIC_NAMES}
-        dropped = GaugeMetricFamily("kassign_telemetry_events_dropped",
-                                    "Events the recorder could not hand to its sink", labels=_LABELS)
-        failed = GaugeMetricFamily("kassign_telemetry_sink_failed",
-                                   "1 while the recorder's sink is failing (it raised since it last wrote an event)",
-                                   labels=_LABELS)
+        families = {
+            name: GaugeMetricFamily(prometheus_name(name), METRIC_HELP[name], labels=_LABELS)
+            for name in ALL_METRIC_NAMES
+        }
+        dropped = GaugeMetricFamily(
+            "kassign_telemetry_events_dropped", "Events the recorder could not hand to its sink", labels=_LABELS
+        )
+        failed = GaugeMetricFamily(
+            "kassign_telemetry_sink_failed",
+            "1 while the recorder's sink is failing (it raised since it last wrote an event)",
+            labels=_LABELS,
+        )
         for recorder in recorders:
             labels = recorder.labels
             values = [labels[k] for k in _LABELS]
@@ -72,8 +77,9 @@ class RecorderCollector(Collector):
         yield failed
 
 
-def register(recorders: RebalanceRecorder | Iterable[RebalanceRecorder],
-             registry: CollectorRegistry | None = None) -> RecorderCollector:
+def register(
+    recorders: RebalanceRecorder | Iterable[RebalanceRecorder], registry: CollectorRegistry | None = None
+) -> RecorderCollector:
     """Register a collector for ``recorders`` in ``registry`` (default: prometheus_client's global one)."""
     if isinstance(recorders, RebalanceRecorder):
         recorders = [recorders]
@@ -82,8 +88,12 @@ def register(recorders: RebalanceRecorder | Iterable[RebalanceRecorder],
     return collector
 
 
-def serve(recorders: RebalanceRecorder | Iterable[RebalanceRecorder], port: int = 9464, addr: str = "0.0.0.0",
-          registry: CollectorRegistry | None = None) -> tuple[RecorderCollector, Any]:
+def serve(
+    recorders: RebalanceRecorder | Iterable[RebalanceRecorder],
+    port: int = 9464,
+    addr: str = "0.0.0.0",
+    registry: CollectorRegistry | None = None,
+) -> tuple[RecorderCollector, Any]:
     """Serve ``/metrics`` over HTTP on ``addr:port`` (0 picks a free port) from a background thread.
 
     Uses a fresh registry unless one is given. Returns the collector and the HTTP server (its

@@ -161,7 +161,10 @@ class RebalanceRecorder:
             first = self.events_rejected == 1
         (log.warning if first else log.debug)(
             "telemetry of %s: %s event at time %r rejected (not a finite unix time); rejected events are counted",
-            self.member, ev, t)
+            self.member,
+            ev,
+            t,
+        )
 
     def subscribed(self, topics: Iterable[str] | None = None, *, pattern: str | re.Pattern[str] | None = None) -> None:
         """The consumer subscribed; one topic makes partitions bare ints in later events.
@@ -174,8 +177,9 @@ class RebalanceRecorder:
         self.single_topic = names[0] if names is not None and len(names) == 1 and pattern is None else None
         self.record("subscribed", topics=names, pattern=pattern, group=self.group, protocol=self.protocol)
 
-    def record_callback(self, kind: str, partitions: Iterable[Any], start: float, end: float,
-                        error: BaseException | None = None) -> None:
+    def record_callback(
+        self, kind: str, partitions: Iterable[Any], start: float, end: float, error: BaseException | None = None
+    ) -> None:
         """A listener callback of ``kind`` (cb_assigned, cb_revoked, cb_lost) ran from ``start`` to ``end``.
 
         Writes the callback event at its start with its duration (``dur``, seconds) and, for a
@@ -200,8 +204,9 @@ class RebalanceRecorder:
         else:
             self.record("join", gen=generation)
 
-    def rebalance_completed(self, ok: bool = True, generation: int | None = None,
-                            error: str | BaseException | None = None) -> None:
+    def rebalance_completed(
+        self, ok: bool = True, generation: int | None = None, error: str | BaseException | None = None
+    ) -> None:
         """Hook: the rebalance round ended; ``ok`` a SyncGroup succeeded, else a JoinGroup/SyncGroup failed.
 
         On the consumer protocol: ``ok`` the reconciliation is done (``reconciled``), else a heartbeat
@@ -217,8 +222,9 @@ class RebalanceRecorder:
             numbered: dict[str, Any] = {"epoch" if consumer else "gen": generation}
             self.record("rebalance_failed", **numbered, error=None if error is None else str(error))
 
-    def heartbeat_completed(self, latency_ms: float, error: str | BaseException | None = None,
-                            answered: bool = True) -> None:
+    def heartbeat_completed(
+        self, latency_ms: float, error: str | BaseException | None = None, answered: bool = True
+    ) -> None:
         """Hook (consumer group protocol): a heartbeat sent ``latency_ms`` ago was answered (with the
         error name ``error``, if any) or, ``answered`` false, failed without an answer (``error`` why).
 
@@ -230,8 +236,13 @@ class RebalanceRecorder:
             log.info("telemetry of %s: the consumer heartbeats on the consumer group protocol", self.member)
             self.protocol = "consumer"
         latency = max(0.0, float(latency_ms))
-        self.record("heartbeat", t=self.clock() - latency / 1000.0, lat=round(latency, 3),
-                    error=None if error is None else str(error), answered=None if answered else False)
+        self.record(
+            "heartbeat",
+            t=self.clock() - latency / 1000.0,
+            lat=round(latency, 3),
+            error=None if error is None else str(error),
+            answered=None if answered else False,
+        )
 
     def closing(self) -> None:
         """The consumer starts closing (rebalance inference stops)."""
@@ -269,9 +280,16 @@ class RebalanceRecorder:
 
         return wrap_listener(self, listener)
 
-    def subscribe(self, consumer: Any, topics: Iterable[str], *, listener: Any = None,
-                  on_assign: Callable[..., Any] | None = None, on_revoke: Callable[..., Any] | None = None,
-                  on_lost: Callable[..., Any] | None = None) -> None:
+    def subscribe(
+        self,
+        consumer: Any,
+        topics: Iterable[str],
+        *,
+        listener: Any = None,
+        on_assign: Callable[..., Any] | None = None,
+        on_revoke: Callable[..., Any] | None = None,
+        on_lost: Callable[..., Any] | None = None,
+    ) -> None:
         """Subscribe ``consumer`` (aiokafka or confluent-kafka) to ``topics`` with recording callbacks.
 
         aiokafka takes ``listener``; confluent-kafka takes ``on_assign``/``on_revoke``/``on_lost``.
@@ -291,9 +309,12 @@ class RebalanceRecorder:
             self.subscribed(topics)
             consumer.subscribe(topics, listener=self.wrap_listener(listener))
 
-    def confluent_callbacks(self, on_assign: Callable[..., Any] | None = None,
-                            on_revoke: Callable[..., Any] | None = None,
-                            on_lost: Callable[..., Any] | None = None) -> dict[str, Callable[..., Any]]:
+    def confluent_callbacks(
+        self,
+        on_assign: Callable[..., Any] | None = None,
+        on_revoke: Callable[..., Any] | None = None,
+        on_lost: Callable[..., Any] | None = None,
+    ) -> dict[str, Callable[..., Any]]:
         """``on_assign``/``on_revoke``/``on_lost`` keyword arguments for confluent-kafka's ``subscribe``."""
         from kassign.telemetry.confluent_glue import recording_callbacks
 

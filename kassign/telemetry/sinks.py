@@ -37,8 +37,9 @@ class RotatingFileSink:
     OSError for the writer to retry, and the file is reopened on the next call.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = 64 * 1024 * 1024,
-                 backup_count: int = 5) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, max_bytes: int = 64 * 1024 * 1024, backup_count: int = 5
+    ) -> None:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
         if backup_count < 0:

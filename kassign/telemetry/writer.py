@@ -34,13 +34,23 @@ class BackgroundWriter:
     While closing, failed writes are retried without waiting.
     """
 
-    def __init__(self, sink: Sink, *, queue_size: int = 10_000, thread_name: str = "kassign-telemetry",
-                 retries: int = 3, backoff_s: float = 0.05, max_backoff_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        sink: Sink,
+        *,
+        queue_size: int = 10_000,
+        thread_name: str = "kassign-telemetry",
+        retries: int = 3,
+        backoff_s: float = 0.05,
+        max_backoff_s: float = 2.0,
+    ) -> None:
         if queue_size <= 0:
             raise ValueError(f"queue_size must be positive, got {queue_size!r}")
         if retries < 0 or not 0 < backoff_s <= max_backoff_s:
-            raise ValueError(f"need retries >= 0 and 0 < backoff_s <= max_backoff_s, got {retries!r}, "
-                             f"{backoff_s!r}, {max_backoff_s!r}")
+            raise ValueError(
+                f"need retries >= 0 and 0 < backoff_s <= max_backoff_s, got {retries!r}, "
+                f"{backoff_s!r}, {max_backoff_s!r}"
+            )
         self._sink: Sink = sink
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
@@ -93,16 +103,25 @@ class BackgroundWriter:
         self.sink_error = exc
         if not self._reported:  # the first failure of a run says so, with its traceback
             self._reported = True
-            log.warning("telemetry sink %r failed in %s (%s); it stays attached: write errors are retried "
-                        "with backoff, events that cannot be written are dropped and counted",
-                        self._sink, what, exc, exc_info=exc)
+            log.warning(
+                "telemetry sink %r failed in %s (%s); it stays attached: write errors are retried "
+                "with backoff, events that cannot be written are dropped and counted",
+                self._sink,
+                what,
+                exc,
+                exc_info=exc,
+            )
         else:
             log.debug("telemetry sink %r failed again in %s: %s", self._sink, what, exc)
 
     def _recovered(self) -> None:
         if self._reported:
-            log.warning("telemetry sink %r works again after %d error(s); %d event(s) dropped so far",
-                        self._sink, self.sink_errors, self.dropped)
+            log.warning(
+                "telemetry sink %r works again after %d error(s); %d event(s) dropped so far",
+                self._sink,
+                self.sink_errors,
+                self.dropped,
+            )
         self._reported = self._backing_off = False
         self._backoff = 0.0
 

@@ -155,15 +155,14 @@ def read_events(path: str | os.PathLike[str], *, default_topic: str = DEFAULT_TO
                 except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                     raise ValueError(f"{path}:{lineno}: bad timeline event: {exc or type(exc).__name__}") from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise ValueError(f"{path}: truncated or corrupted gzip file after line {lineno} "
-                         f"({exc or type(exc).__name__})") from None
+        raise ValueError(
+            f"{path}: truncated or corrupted gzip file after line {lineno} ({exc or type(exc).__name__})"
+        ) from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}:{lineno + 1}: not UTF-8 text ({exc.reason})") from None
 
 
-def write_events(
-    path: str | os.PathLike[str], events: Iterable[Event], *, single_topic: str | None = None
-) -> int:
+def write_events(path: str | os.PathLike[str], events: Iterable[Event], *, single_topic: str | None = None) -> int:
     """Write events as JSON lines (gzip when the name ends in ``.gz``); returns how many."""
     n = 0
     with _open_text(path, "w") as fh:

@@ -225,7 +225,8 @@ def phase_metrics(
     # such as aiokafka's eager consumer) loses what it still owned when it goes.
     released = {(iv.member, iv.end) for ivs in intervals.values() for iv in ivs}
     losses = [
-        e.t for e in inside
+        e.t
+        for e in inside
         if (e.ev in ("cb_revoked", "cb_lost") and e.parts)
         or (e.ev == "crash" and any(e.id in ms for ms in owners_before.values()))
         or (e.ev in RELEASE_EVENTS and (e.id, e.t) in released)
@@ -391,15 +392,20 @@ def change_settles(events: Iterable[Event], changes: Sequence[float], end: float
     settles = []
     for lo, hi in zip(bounds, bounds[1:]):
         stop = hi - CLOCK_SLACK_S if hi < end else hi
-        marks = [e.t for e in timeline
-                 if lo <= e.t < stop and ((e.parts and e.ev in OWNERSHIP_EVENTS) or e.ev in GONE_EVENTS)]
+        marks = [
+            e.t
+            for e in timeline
+            if lo <= e.t < stop and ((e.parts and e.ev in OWNERSHIP_EVENTS) or e.ev in GONE_EVENTS)
+        ]
         settles.append(max(marks, default=lo))
     return settles
 
 
 def unowned_partition_seconds(
-    intervals: Mapping[TopicPartition, Sequence[OwnershipInterval]], partitions: Iterable[TopicPartition],
-    lo: float, hi: float,
+    intervals: Mapping[TopicPartition, Sequence[OwnershipInterval]],
+    partitions: Iterable[TopicPartition],
+    lo: float,
+    hi: float,
 ) -> float:
     """Sum over ``partitions`` of the seconds in ``[lo, hi]`` in which the partition had no owner
     (a partition without any interval counts for the whole span)."""
@@ -423,8 +429,9 @@ def kept_partitions(
     return dict(sorted(kept.items()))
 
 
-def processed_ranges(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC
-                     ) -> Iterator[tuple[Event, TopicPartition, Sequence[Sequence[int]]]]:
+def processed_ranges(
+    events: Iterable[Event], default_topic: str = DEFAULT_TOPIC
+) -> Iterator[tuple[Event, TopicPartition, Sequence[Sequence[int]]]]:
     """``(event, partition, offset ranges)`` for each partition every ``processed`` event reports
     (its ``ranges``: partition -> inclusive ``[first, last]`` offset ranges)."""
     for e in events:
@@ -448,8 +455,9 @@ def processing_times(events: Iterable[Event], default_topic: str = DEFAULT_TOPIC
     return out
 
 
-def longest_processing_gap(times: Mapping[TopicPartition, Sequence[float]], partitions: Iterable[TopicPartition],
-                           lo: float, hi: float) -> float:
+def longest_processing_gap(
+    times: Mapping[TopicPartition, Sequence[float]], partitions: Iterable[TopicPartition], lo: float, hi: float
+) -> float:
     """The longest stretch of ``[lo, hi]`` in which one of ``partitions`` had no records processed
     (from :func:`processing_times`; the stretches from ``lo`` to its first report and from its last
     report to ``hi`` count). 0.0 for no partitions. Compare with the same measure over a steady
@@ -462,8 +470,9 @@ def longest_processing_gap(times: Mapping[TopicPartition, Sequence[float]], part
     return round(longest, 6)
 
 
-def delivery_counts(processed: Mapping[TopicPartition, Counter[int]],
-                    produced: Mapping[TopicPartition, Iterable[int]]) -> tuple[int, int]:
+def delivery_counts(
+    processed: Mapping[TopicPartition, Counter[int]], produced: Mapping[TopicPartition, Iterable[int]]
+) -> tuple[int, int]:
     """(duplicates, lost): extra processings of records processed more than once, and produced
     records never processed. ``processed``: partition -> offset -> times processed."""
     duplicates = sum(n - 1 for counts in processed.values() for n in counts.values() if n > 1)

@@ -26,9 +26,26 @@ __all__ = ["TimelinePanel", "rebalance_times", "render_timelines", "main"]
 
 #: Distinct colours for up to 20 members (tab20 without its pale halves first); more cycle.
 _PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
-    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#c7c7c7",
+    "#dbdb8d",
+    "#9edae5",
 )
 
 
@@ -90,16 +107,18 @@ def _draw_panel(ax, panel: TimelinePanel, colours: Mapping[str, str]) -> None:
         # Labels sit just above the plot area, in axes coordinates vertically, so they never hide bars.
         ax.text(x, 1.01, name, transform=ax.get_xaxis_transform(), rotation=30, va="bottom", ha="left", fontsize=7)
     ax.set_yticks(range(len(partitions)))
-    ax.set_yticklabels([str(tp.partition) if single_topic else f"{tp.topic}:{tp.partition}" for tp in partitions],
-                       fontsize=6)
+    ax.set_yticklabels(
+        [str(tp.partition) if single_topic else f"{tp.topic}:{tp.partition}" for tp in partitions], fontsize=6
+    )
     ax.set_ylim(-0.6, len(partitions) - 0.4)
     ax.set_xlim(0, max(t_end - t0, 1e-3))
     ax.set_ylabel("partition")
     # The title sits above the tallest mark label: a label of n characters at fontsize 7 rotated 30
     # degrees rises about 2 points per character plus its own height.
     longest = max((len(name) for name in panel.marks), default=0)
-    ax.set_title(panel.title, loc="left", fontsize=10, pad=(12 + 2.1 * longest) if panel.marks else 6,
-                 fontweight="bold")
+    ax.set_title(
+        panel.title, loc="left", fontsize=10, pad=(12 + 2.1 * longest) if panel.marks else 6, fontweight="bold"
+    )
 
 
 def render_timelines(panels: Sequence[TimelinePanel], path: str | os.PathLike[str], *, dpi: int = 110) -> str:
@@ -129,16 +148,24 @@ def build_figure(panels: Sequence[TimelinePanel]):  # -> matplotlib.figure.Figur
 
     colours = _member_colours(panels)
     rows = max(len(ownership_intervals(p.events)) for p in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 0.9 + len(panels) * (1.6 + 0.16 * max(rows, 6))),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(12, 0.9 + len(panels) * (1.6 + 0.16 * max(rows, 6))), squeeze=False
+    )
     try:
         for ax, panel in zip(axes[:, 0], panels, strict=True):
             _draw_panel(ax, panel, colours)
         axes[-1, 0].set_xlabel("seconds (blank = no owner, dotted = rebalance round)")
         handles = [Patch(color=c, label=m) for m, c in colours.items()]
         if handles:
-            fig.legend(handles=handles, loc="upper right", ncol=min(len(handles), 10), fontsize=7, title="owner",
-                       title_fontsize=7, frameon=False)
+            fig.legend(
+                handles=handles,
+                loc="upper right",
+                ncol=min(len(handles), 10),
+                fontsize=7,
+                title="owner",
+                title_fontsize=7,
+                frameon=False,
+            )
         fig.tight_layout(rect=(0, 0, 1, 0.95))
     except BaseException:
         plt.close(fig)

@@ -57,7 +57,11 @@ def _previous(metadata: bytes):
 
 def test_protocol_names_match_kafka():
     assert [a.name for a in (StickyAssignor, CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor)] == [
-        "sticky", "cooperative-sticky", "range", "roundrobin"]
+        "sticky",
+        "cooperative-sticky",
+        "range",
+        "roundrobin",
+    ]
     assert StickyAssignor().name == "sticky"
     assert RebalanceProtocol.COOPERATIVE in CooperativeStickyAssignor.supported_protocols
     assert RebalanceProtocol.COOPERATIVE not in StickyAssignor.supported_protocols
@@ -115,8 +119,7 @@ def test_leader_survives_a_member_with_garbage_user_data():
     c1 = FakeCoordinator(3)
     c1.complete(StickyAssignor, [("t", 0), ("t", 1)])
     bad = ConsumerProtocolMemberMetadata(0, ["t"], b"\x00\x07garbage").encode()
-    out = c1.lead(StickyAssignor, FakeCluster({"t": 4}),
-                  {"m1": c1.join_metadata(StickyAssignor, {"t"}), "bad": bad})
+    out = c1.lead(StickyAssignor, FakeCluster({"t": 4}), {"m1": c1.join_metadata(StickyAssignor, {"t"}), "bad": bad})
     got = {m: set(decode_assignment(b).partitions) for m, b in out.items()}
     assert set(got) == {"m1", "bad"} and set().union(*got.values()) == {TP("t", p) for p in range(4)}
 
@@ -133,15 +136,13 @@ def test_core_assignor_for_gives_each_consumer_a_fresh_assignor():
 def test_cooperative_consumer_picks_the_protocol_from_its_assignors():
     async def protocols():
         out = []
-        for strategy in [(CooperativeStickyAssignor,), (RangeAssignor, CooperativeStickyAssignor),
-                         (StickyAssignor(),)]:
+        for strategy in [(CooperativeStickyAssignor,), (RangeAssignor, CooperativeStickyAssignor), (StickyAssignor(),)]:
             consumer = CooperativeConsumer(bootstrap_servers="127.0.0.1:1", partition_assignment_strategy=strategy)
             out.append(consumer.rebalance_protocol)
             await consumer._client.close()
             consumer._closed = True
         return out
 
-    assert asyncio.run(protocols()) == [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER,
-                                        RebalanceProtocol.EAGER]
+    assert asyncio.run(protocols()) == [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER, RebalanceProtocol.EAGER]
     with pytest.raises(ValueError, match="must list assignors"):
         CooperativeConsumer(partition_assignment_strategy=())

@@ -45,8 +45,14 @@ class FakeCoordinatorClient:
 
 
 def join_ok(generation=5, member_id="m-1", leader_id="m-0"):
-    return SimpleNamespace(error_code=0, generation_id=generation, member_id=member_id, leader_id=leader_id,
-                           group_protocol="cooperative-sticky", members=[])
+    return SimpleNamespace(
+        error_code=0,
+        generation_id=generation,
+        member_id=member_id,
+        leader_id=leader_id,
+        group_protocol="cooperative-sticky",
+        members=[],
+    )
 
 
 def error(code):
@@ -93,10 +99,14 @@ def _assert_fenced(coordinator, listener):
             coordinator.check_errors()
 
 
-@pytest.mark.parametrize("answers", [
-    {"JoinGroupRequest": [error(FENCED_INSTANCE_ID)]},
-    {"JoinGroupRequest": [join_ok()], "SyncGroupRequest": [error(FENCED_INSTANCE_ID)]},
-], ids=["JoinGroup", "SyncGroup"])
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {"JoinGroupRequest": [error(FENCED_INSTANCE_ID)]},
+        {"JoinGroupRequest": [join_ok()], "SyncGroupRequest": [error(FENCED_INSTANCE_ID)]},
+    ],
+    ids=["JoinGroup", "SyncGroup"],
+)
 def test_fenced_instance_id_answering_a_round_is_fencing(answers):
     async def scenario():
         coordinator, listener = await _networked(FakeCoordinatorClient(**answers), instance_id="static-a")
@@ -144,6 +154,7 @@ def test_unknown_member_id_still_resets_the_member_id():
 def test_no_heartbeat_without_a_generation():
     """After the reset that keeps the member id, the heartbeat task (until the rejoin stops it) has no
     generation to heartbeat for: it sends nothing rather than collecting ILLEGAL_GENERATION again."""
+
     async def scenario():
         client = FakeCoordinatorClient()
         coordinator, _ = await _networked(client)
@@ -158,6 +169,7 @@ def test_no_heartbeat_without_a_generation():
 def test_a_member_with_a_member_id_and_no_generation_leaves(join_in_flight):
     """Closed during its first join (KIP-394 gave it a member id, no generation yet): Java's
     maybeLeaveGroup sends LeaveGroup, so the group does not wait for, or assign to, the member."""
+
     async def scenario():
         client = FakeCoordinatorClient(LeaveGroupRequest=[error(0)])
         coordinator, _ = await _networked(client, owned=())
@@ -215,6 +227,7 @@ class NoWaitClient:
 def test_a_rack_aware_leader_rejoins_when_replica_racks_change(member_rack):
     """KIP-881 (Java's MetadataSnapshot with PartitionRackInfo): the leader of a rack-aware assignment
     rebalances when a partition's replicas move to other racks; without racks only counts matter."""
+
     async def scenario():
         member, _ = await _member()
         member._assignors = (CooperativeStickyAssignor(),)
@@ -241,6 +254,7 @@ class RaisingAssignor(StubAssignor):
 def test_an_assignor_that_raises_does_not_abort_the_round():
     """Java logs it and completes the round (revocation, install, listener calls), then poll raises it:
     what the member owns is what the consumer fetches."""
+
     async def scenario():
         member, listener = await _member()
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))

@@ -82,8 +82,9 @@ async def _round(member: Member, generation: int, *partitions: int) -> None:
     member.generation = generation
     await asyncio.sleep(0.05)
     member._joining = False
-    await member._on_join_complete(generation, "m-1", "cooperative-sticky",
-                                   assignment_bytes(*(("t", p) for p in partitions)))
+    await member._on_join_complete(
+        generation, "m-1", "cooperative-sticky", assignment_bytes(*(("t", p) for p in partitions))
+    )
 
 
 def _offsets(**by_partition: int) -> dict[TP, OffsetAndMetadata]:
@@ -129,6 +130,7 @@ def test_explicit_offsets_of_a_revoked_partition_are_refused_after_the_kept_ones
 def test_a_partition_revoked_and_handed_back_is_not_committed_with_its_old_offset():
     """Revoked in one round and assigned back in the next (the follow-up): another member may have
     consumed it meanwhile, so the offset the commit carried is stale."""
+
     async def scenario():
         client = CommitClient(REBALANCE_IN_PROGRESS, REBALANCE_IN_PROGRESS)
         member = await _member(client)
@@ -160,6 +162,7 @@ def test_a_round_that_does_not_complete_ends_the_wait_at_the_rebalance_timeout()
 
 def test_a_member_whose_session_expired_during_the_wait_gets_commit_failed_naming_it():
     """The zombie rule: the heartbeat learns the member is gone while its commit waits for the round."""
+
     async def scenario():
         client = CommitClient(REBALANCE_IN_PROGRESS, heartbeat=UNKNOWN_MEMBER_ID)
         member = await _member(client)
@@ -190,6 +193,7 @@ def test_a_commit_answered_unknown_member_id_names_the_session():
 
 def test_a_commit_from_a_rebalance_listener_meeting_a_rebalance_is_retriable_not_a_wait():
     """The round waits for the listener: the commit cannot wait for the round."""
+
     async def scenario():
         member = await _member(CommitClient(REBALANCE_IN_PROGRESS), rebalance_timeout_ms=2000)
         member._coordination_task = asyncio.current_task()  # this task runs the listener
@@ -203,6 +207,7 @@ def test_a_commit_from_a_rebalance_listener_meeting_a_rebalance_is_retriable_not
 
 def test_a_stale_illegal_generation_asks_for_no_extra_round():
     """Answered after the member's round completed: the commit is retried, no rejoin is requested."""
+
     async def scenario():
         client = CommitClient(ILLEGAL_GENERATION)
         member = await _member(client)
@@ -230,8 +235,9 @@ def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming
         await asyncio.sleep(0.01)
         member._lost_cause = f"fenced by a newer instance with group_instance_id {member._group_instance_id}"
         await member._fence()  # FENCED_INSTANCE_ID answered its JoinGroup
-        with pytest.raises(Errors.CommitFailedError,
-                           match="fenced by a newer instance with group_instance_id static-a"):
+        with pytest.raises(
+            Errors.CommitFailedError, match="fenced by a newer instance with group_instance_id static-a"
+        ):
             await asyncio.wait_for(commit, 2)
         await _stop(member)
 
@@ -241,6 +247,7 @@ def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming
 def test_an_auto_commit_refused_for_good_is_tried_again_at_the_next_interval_not_at_once():
     """TOPIC_AUTHORIZATION_FAILED (no READ on the topic): aiokafka raised it and, its deadline
     unchanged, committed again at once, for ever; as Java, the next try is an interval later."""
+
     async def scenario():
         client = CommitClient(29, 29, 29)
         member = await _member(client)

@@ -101,8 +101,9 @@ class FakeGroupCoordinator:
         if isinstance(message, ConsumerGroupHeartbeatRequest):
             self.heartbeats.append(message)
             if len(self.heartbeats) - 1 in self.errors_at:
-                return ConsumerGroupHeartbeatResponse(error_code=self.errors_at[len(self.heartbeats) - 1],
-                                                      error_message="scripted")
+                return ConsumerGroupHeartbeatResponse(
+                    error_code=self.errors_at[len(self.heartbeats) - 1], error_message="scripted"
+                )
             if self.next_error:
                 error, self.next_error = self.next_error, 0
                 return ConsumerGroupHeartbeatResponse(error_code=error, error_message="scripted")
@@ -111,25 +112,51 @@ class FakeGroupCoordinator:
             if message.member_epoch < 0:
                 return ConsumerGroupHeartbeatResponse(member_id=message.member_id, member_epoch=message.member_epoch)
             return ConsumerGroupHeartbeatResponse(
-                member_id=message.member_id, member_epoch=self.epoch, heartbeat_interval_ms=self.interval_ms,
-                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T, list(self.target))]))
+                member_id=message.member_id,
+                member_epoch=self.epoch,
+                heartbeat_interval_ms=self.interval_ms,
+                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T, list(self.target))]),
+            )
         if isinstance(message, MetadataRequest):
             self.metadata_requests += 1
             return MetadataResponse(topics=[MetadataResponseTopic(0, TOPIC, T)])
         if isinstance(message, OffsetCommitRequest):
             self.commits.append(message)
             code = self.commit_errors.pop(0) if self.commit_errors else self.commit_error
-            return OffsetCommitResponse(topics=[OffsetCommitResponseTopic(t.name, t.topic_id, [
-                OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions])
-                for t in message.topics])
+            return OffsetCommitResponse(
+                topics=[
+                    OffsetCommitResponseTopic(
+                        t.name,
+                        t.topic_id,
+                        [OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions],
+                    )
+                    for t in message.topics
+                ]
+            )
         if isinstance(message, OffsetFetchRequest):
             self.fetches.append(message)
             error = self.fetch_errors.pop(0) if self.fetch_errors else 0
             (group,) = message.groups
-            return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group.group_id, [] if error else [
-                OffsetFetchResponseTopics(TOPIC, partitions=[
-                    OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x") for p in t.partition_indexes])
-                for t in group.topics], error)])
+            return OffsetFetchResponse(
+                groups=[
+                    OffsetFetchResponseGroup(
+                        group.group_id,
+                        []
+                        if error
+                        else [
+                            OffsetFetchResponseTopics(
+                                TOPIC,
+                                partitions=[
+                                    OffsetFetchResponsePartitions(p, 40 + p if p else -1, -1, "x")
+                                    for p in t.partition_indexes
+                                ],
+                            )
+                            for t in group.topics
+                        ],
+                        error,
+                    )
+                ]
+            )
         raise AssertionError(f"unexpected request {message!r}")
 
 
@@ -178,9 +205,18 @@ def coordinator(group: FakeGroupCoordinator, listener: Recorder | None = None, *
     subscription = SubscriptionState()
     subscription.register_fetch_waiters(set())  # the fetcher would
     subscription.subscribe({TOPIC}, listener=listener or Recorder())
-    kwargs = dict(group_id="g", group_instance_id=None, heartbeat_interval_ms=3000, session_timeout_ms=10000,
-                  retry_backoff_ms=10, enable_auto_commit=True, auto_commit_interval_ms=60000,
-                  exclude_internal_topics=True, rebalance_timeout_ms=30000, max_poll_interval_ms=300000)
+    kwargs = dict(
+        group_id="g",
+        group_instance_id=None,
+        heartbeat_interval_ms=3000,
+        session_timeout_ms=10000,
+        retry_backoff_ms=10,
+        enable_auto_commit=True,
+        auto_commit_interval_ms=60000,
+        exclude_internal_topics=True,
+        rebalance_timeout_ms=30000,
+        max_poll_interval_ms=300000,
+    )
     kwargs.update(settings)
     return ConsumerGroupCoordinator(FakeClient(group), subscription, server_assignor="uniform", **kwargs), subscription
 
@@ -228,15 +264,24 @@ def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoc
         group, listener = FakeGroupCoordinator(), Recorder()
         group.target = [0, 1, 2]
         coord, subscription = coordinator(group, listener)
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1, 2), what="assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1, 2)
+            ),
+            what="assignment",
+        )
         assignment = subscription.subscription.assignment
         assignment.state_value(TP(TOPIC, 0)).seek(10)
         assignment.state_value(TP(TOPIC, 2)).seek(42)
         group.epoch, group.target = 2, [0, 1]
         await until(lambda: ("revoked", tps(2)) in listener.calls, what="revocation")
-        await until(lambda: any(h.topic_partitions == [TopicIdPartitions(T, [0, 1])] and h.member_epoch == 2
-                                for h in group.heartbeats), what="acknowledgement")
+        await until(
+            lambda: any(
+                h.topic_partitions == [TopicIdPartitions(T, [0, 1])] and h.member_epoch == 2 for h in group.heartbeats
+            ),
+            what="acknowledgement",
+        )
         now = subscription.subscription.assignment
         position = now.state_value(TP(TOPIC, 0)).position
         await coord.close()
@@ -245,8 +290,9 @@ def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoc
     group, listener, now, position = run(scenario())
     commit = group.commits[0]
     assert commit.generation_id_or_member_epoch == 2 and commit.member_id
-    assert [(t.name, t.topic_id, [(p.partition_index, p.committed_offset) for p in t.partitions])
-            for t in commit.topics] == [(TOPIC, T, [(2, 42)])]
+    assert [
+        (t.name, t.topic_id, [(p.partition_index, p.committed_offset) for p in t.partitions]) for t in commit.topics
+    ] == [(TOPIC, T, [(2, 42)])]
     assert now.tps == tps(0, 1) and position == 10, "kept partitions keep their positions"
     revoke_at = listener.calls.index(("revoked", tps(2)))
     assert listener.calls[revoke_at + 1] == ("assigned", set()), "on_partitions_assigned follows, with nothing new"
@@ -256,8 +302,13 @@ def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener)
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1)
+            ),
+            what="assignment",
+        )
         sent = len(group.heartbeats)
         group.next_error = 110  # FENCED_MEMBER_EPOCH
         await until(lambda: ("lost", tps(0, 1)) in listener.calls, what="loss")
@@ -280,8 +331,13 @@ def test_commits_carry_the_member_epoch_and_fenced_ones_fail():
         group = FakeGroupCoordinator()
         group.epoch = 7
         coord, subscription = coordinator(group, enable_auto_commit=False)
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1)
+            ),
+            what="assignment",
+        )
         assignment = subscription.subscription.assignment
         await coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, "m")})
         group.commit_error = 25  # UNKNOWN_MEMBER_ID: the member is gone
@@ -305,6 +361,7 @@ def test_commits_carry_the_member_epoch_and_fenced_ones_fail():
 def test_committed_offsets_are_read_with_the_member_epoch_and_a_stale_one_is_retried():
     """OffsetFetch v9+ as Java's consumer sends it: member id and epoch, require_stable; the broker's
     STALE_MEMBER_EPOCH is retried (after the heartbeat has caught up), UNKNOWN_MEMBER_ID raised."""
+
     async def scenario():
         group = FakeGroupCoordinator()
         group.epoch = 5
@@ -381,9 +438,11 @@ def test_close_revokes_then_leaves(instance_id, epoch):
 
 # -- CooperativeConsumer's arguments ---------------------------------------------------------------
 
+
 def _consumer(**kwargs):
     async def make():
         return CooperativeConsumer(bootstrap_servers="localhost:1", group_id="g", **kwargs)
+
     return asyncio.run(make())
 
 
@@ -393,15 +452,25 @@ def test_consumer_protocol_arguments_are_accepted():
     assert _consumer().group_protocol == "classic"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(group_protocol="streams"), "group_protocol must be one of"),
-    (dict(group_remote_assignor="uniform"), "applies to group_protocol='consumer' only"),
-    (dict(group_protocol="consumer", group_remote_assignor=""), "must name a broker-side assignor"),
-    (dict(group_protocol="consumer", partition_assignment_strategy=("range",)), "cannot be set"),
-    (dict(group_protocol="consumer", session_timeout_ms=10000), "session_timeout_ms cannot be set"),
-    (dict(group_protocol="consumer", heartbeat_interval_ms=100), "heartbeat_interval_ms cannot be set"),
-], ids=["unknown protocol", "remote assignor on classic", "empty remote assignor", "client assignors",
-        "session timeout", "heartbeat interval"])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(group_protocol="streams"), "group_protocol must be one of"),
+        (dict(group_remote_assignor="uniform"), "applies to group_protocol='consumer' only"),
+        (dict(group_protocol="consumer", group_remote_assignor=""), "must name a broker-side assignor"),
+        (dict(group_protocol="consumer", partition_assignment_strategy=("range",)), "cannot be set"),
+        (dict(group_protocol="consumer", session_timeout_ms=10000), "session_timeout_ms cannot be set"),
+        (dict(group_protocol="consumer", heartbeat_interval_ms=100), "heartbeat_interval_ms cannot be set"),
+    ],
+    ids=[
+        "unknown protocol",
+        "remote assignor on classic",
+        "empty remote assignor",
+        "client assignors",
+        "session timeout",
+        "heartbeat interval",
+    ],
+)
 def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, message):
     with pytest.raises(ValueError, match=message):
         _consumer(**kwargs)
@@ -410,18 +479,26 @@ def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, messag
 def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
     """A zombie's commit that waits (here: behind the commit lock) while the member is fenced and joins
     again must fail, not be sent with the new epoch: its partitions were another member's meanwhile."""
+
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener, enable_auto_commit=False)
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1)
+            ),
+            what="assignment",
+        )
         assignment = subscription.subscription.assignment
         await coord._commit_lock.acquire()
         late = asyncio.ensure_future(coord.commit_offsets(assignment, {TP(TOPIC, 0): OffsetAndMetadata(9, "")}))
         await asyncio.sleep(0.05)
         group.epoch, group.next_error = 5, 110
-        await until(lambda: ("lost", tps(0, 1)) in listener.calls and coord.member.member_epoch == 5,
-                    what="fenced and back at epoch 5")
+        await until(
+            lambda: ("lost", tps(0, 1)) in listener.calls and coord.member.member_epoch == 5,
+            what="fenced and back at epoch 5",
+        )
         coord._commit_lock.release()
         with pytest.raises(Errors.CommitFailedError):
             await late
@@ -434,12 +511,16 @@ def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
 
 # -- issue #26: Java's heartbeat and membership rules, through the aiokafka coordinator -----------------
 
-@pytest.mark.parametrize("failure", ["lost", 14, 15, 16],
-                         ids=["connection lost", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
-                              "NOT_COORDINATOR"])
+
+@pytest.mark.parametrize(
+    "failure",
+    ["lost", 14, 15, 16],
+    ids=["connection lost", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"],
+)
 def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(failure):
     """The coordinator asks for a 3 s interval; the acknowledgement (heartbeat 1) fails: the retry goes
     after the 10 ms retry backoff (or at once once the coordinator is found), not 3 s later."""
+
     async def scenario():
         group = FakeGroupCoordinator()
         group.interval_ms = 3000

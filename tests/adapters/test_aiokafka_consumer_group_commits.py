@@ -36,14 +36,23 @@ STALE_MEMBER_EPOCH = 113
 
 def committed(group: FakeGroupCoordinator) -> list[tuple[int, dict[int, int]]]:
     """Every OffsetCommit sent: (member epoch, {partition: offset})."""
-    return [(c.generation_id_or_member_epoch, {p.partition_index: p.committed_offset for t in c.topics
-                                               for p in t.partitions}) for c in group.commits]
+    return [
+        (
+            c.generation_id_or_member_epoch,
+            {p.partition_index: p.committed_offset for t in c.topics for p in t.partitions},
+        )
+        for c in group.commits
+    ]
 
 
 async def joined(group: FakeGroupCoordinator, listener: Recorder | None = None, **settings):
     coord, subscription = coordinator(group, listener, enable_auto_commit=False, **settings)
-    await until(lambda: subscription.subscription.assignment is not None
-                and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+    await until(
+        lambda: (
+            subscription.subscription.assignment is not None and subscription.subscription.assignment.tps == tps(0, 1)
+        ),
+        what="assignment",
+    )
     await until(lambda: coord.member.state is MemberState.STABLE, what="acknowledged")
     return coord, subscription
 
@@ -56,8 +65,10 @@ def test_a_commit_answered_stale_member_epoch_completes_under_the_new_epoch():
         # The broker moved the member to epoch 8 (a new target keeping both partitions); the member has
         # not heard yet, so its commit goes with 7 and is refused.
         group.epoch, group.commit_errors = 8, [STALE_MEMBER_EPOCH]
-        await coord.commit_offsets(subscription.subscription.assignment,
-                                   {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")})
+        await coord.commit_offsets(
+            subscription.subscription.assignment,
+            {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")},
+        )
         await coord.close()
         return group
 
@@ -73,9 +84,13 @@ def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(co
         coord, subscription = await joined(group, listener)
         assignment = subscription.subscription.assignment
         group.commit_gate = asyncio.Event()  # the commit is in flight, at epoch 7 ...
-        commit = asyncio.ensure_future(coord.commit_offsets(
-            assignment, {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")},
-            consumed=consumed))
+        commit = asyncio.ensure_future(
+            coord.commit_offsets(
+                assignment,
+                {TP(TOPIC, 0): OffsetAndMetadata(5, ""), TP(TOPIC, 1): OffsetAndMetadata(9, "")},
+                consumed=consumed,
+            )
+        )
         await until(lambda: group.commits_held, what="commit in flight")
         group.target = [0]  # ... while the broker takes partition 1 away
         await until(lambda: ("revoked", tps(1)) in listener.calls, what="revocation")
@@ -170,12 +185,18 @@ def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit
 def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
     """No READ on the topic: every auto-commit answered TOPIC_AUTHORIZATION_FAILED. One attempt per
     auto-commit interval (Java's pace), not one per retry backoff."""
+
     async def scenario():
         group = FakeGroupCoordinator()
         group.commit_error = 29
         coord, subscription = coordinator(group, enable_auto_commit=True, auto_commit_interval_ms=1000)
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1), what="assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1)
+            ),
+            what="assignment",
+        )
         for tp in tps(0, 1):  # consumed positions to commit
             subscription.subscription.assignment.state_value(tp).seek(3)
         await asyncio.sleep(2.5)

@@ -78,6 +78,7 @@ class OfflineCoordinator(KassignGroupCoordinator):
 
 def assignment_bytes(*parts):
     from kassign.model import TopicPartition
+
     return encode_assignment(Assignment([TopicPartition(t, p) for t, p in parts]))
 
 
@@ -105,9 +106,11 @@ def test_cooperative_join_complete_moves_only_the_difference_and_keeps_positions
         member.generation = 2
         await member._on_join_complete(2, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 3)))
         second = member._subscription.subscription.assignment
-        assert listener.calls == [("assigned", {TP("t", 0), TP("t", 1), TP("t", 2)}),
-                                  ("revoked", {TP("t", 1), TP("t", 2)}),
-                                  ("assigned", {TP("t", 3)})]
+        assert listener.calls == [
+            ("assigned", {TP("t", 0), TP("t", 1), TP("t", 2)}),
+            ("revoked", {TP("t", 1), TP("t", 2)}),
+            ("assigned", {TP("t", 3)}),
+        ]
         assert member.committed == [{TP("t", 1): 20}]  # t2 had no position yet: nothing to commit
         assert second.tps == {TP("t", 0), TP("t", 3)}
         assert second.state_value(TP("t", 0)) is kept_state and kept_state.position == 10

@@ -155,8 +155,9 @@ def test_listener_hooks_are_called_and_their_failures_only_logged(caplog):
 def test_cooperative_consumer_takes_a_delayed_assignor_instance():
     async def build():
         assignor = DelayedCooperativeStickyAssignor(3000, worker_id="w1")
-        consumer = CooperativeConsumer(bootstrap_servers="127.0.0.1:1", group_id="g",
-                                       partition_assignment_strategy=(assignor,))
+        consumer = CooperativeConsumer(
+            bootstrap_servers="127.0.0.1:1", group_id="g", partition_assignment_strategy=(assignor,)
+        )
         return assignor, consumer
 
     assignor, consumer = asyncio.run(build())

@@ -232,8 +232,10 @@ def test_leader_marks_every_assignment_of_a_round_that_withholds():
 
         leader._client = SimpleNamespace(set_topics=lambda topics: None, _maybe_wait_metadata=no_wait)
         leader._get_metadata_snapshot = lambda: {}
-        members = [(m, member_metadata(assignor, ["t"], owned=parts, generation=1 if parts else -1))
-                   for m, parts in owned.items()]
+        members = [
+            (m, member_metadata(assignor, ["t"], owned=parts, generation=1 if parts else -1))
+            for m, parts in owned.items()
+        ]
         leader.generation = 2
         out = await leader._perform_assignment(SimpleNamespace(group_protocol="cooperative-sticky", members=members))
         return {m: read_follow_up(decode_assignment(data).user_data)[0] for m, data in out.items()}

@@ -79,8 +79,9 @@ def test_protocol_selection_rejects_no_assignor_and_disjoint_protocols():
 
 
 def test_member_metadata_is_a_v3_subscription_with_owned_generation_and_rack():
-    data = member_metadata(StubAssignor(user_data=b"\x00\x01"), {"b", "a"},
-                           owned=[TP("b", 2), TP("a", 0)], generation=7, rack="rack-1")
+    data = member_metadata(
+        StubAssignor(user_data=b"\x00\x01"), {"b", "a"}, owned=[TP("b", 2), TP("a", 0)], generation=7, rack="rack-1"
+    )
     assert struct.unpack(">h", data[:2])[0] == 3
     sub = decode_subscription(data)
     assert sub.topics == ["a", "b"]
@@ -118,8 +119,7 @@ def test_leader_survives_malformed_metadata(caplog):
 
 
 def test_cooperative_rule_rejects_a_partition_moved_while_owned():
-    subs = {"a": Subscription(["t"], None, [TP("t", 0), TP("t", 1)], 3),
-            "b": Subscription(["t"], None, [], 3)}
+    subs = {"a": Subscription(["t"], None, [TP("t", 0), TP("t", 1)], 3), "b": Subscription(["t"], None, [], 3)}
     check_cooperative_assignment({"a": [TP("t", 0), TP("t", 1)], "b": [TP("t", 2)]}, subs)  # unowned: fine
     check_cooperative_assignment({"a": [TP("t", 0)], "b": [TP("t", 2)]}, subs)  # withheld: fine
     with pytest.raises(CooperativeRuleBroken, match=r"t-1 to b \(owned by a\)"):
@@ -145,24 +145,27 @@ def test_leader_assignment_fails_loudly_on_a_cooperative_violation():
     assert set(leader_assignment(thief, FakeCluster({"t": 1}), subs, EAGER)) == {"a", "b"}
 
 
-
 def test_an_unreadable_member_gets_nothing_and_unclaimed_partitions_wait_a_round():
     """Cooperative: ``u``'s metadata does not parse, so it may own partitions nobody can see (here it
     does own t-1 and t-2). Round 1 gives it nothing (it revokes everything) and hands out no partition
     that no readable member claims; round 2, with ``u`` known to own nothing, hands everything out."""
     from kassign.assignors import CooperativeStickyAssignor
 
-    members = [("a", encode_subscription(Subscription(["t"], None, [TP("t", 0)], 4))),
-               ("b", encode_subscription(Subscription(["t"], None, [], 4))),
-               ("u", b"\x00\x03\xff\xff")]
+    members = [
+        ("a", encode_subscription(Subscription(["t"], None, [TP("t", 0)], 4))),
+        ("b", encode_subscription(Subscription(["t"], None, [], 4))),
+        ("u", b"\x00\x03\xff\xff"),
+    ]
     subs, unreadable = read_member_subscriptions(members)
     assert unreadable == {"u"}
-    first = leader_assignment(CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE,
-                              unreadable=unreadable, may_own=unreadable)
+    first = leader_assignment(
+        CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE, unreadable=unreadable, may_own=unreadable
+    )
     got = {m: set(decode_assignment(b).partitions) for m, b in first.items()}
     assert got == {"a": {TP("t", 0)}, "b": set(), "u": set()}, got
-    second = leader_assignment(CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE,
-                               unreadable=unreadable, may_own=())
+    second = leader_assignment(
+        CooperativeStickyAssignor(), FakeCluster({"t": 4}), subs, COOPERATIVE, unreadable=unreadable, may_own=()
+    )
     got = {m: set(decode_assignment(b).partitions) for m, b in second.items()}
     assert got["u"] == set() and got["a"] | got["b"] == {TP("t", p) for p in range(4)} and not got["a"] & got["b"]
 
@@ -170,6 +173,12 @@ def test_an_unreadable_member_gets_nothing_and_unclaimed_partitions_wait_a_round
 def test_eager_rounds_need_no_withholding_for_unreadable_members():
     members = [("a", java_subscription_v1(["t"], None, [])), ("u", b"\xff")]
     subs, unreadable = read_member_subscriptions(members)
-    out = leader_assignment(StubAssignor(answer={"a": [TP("t", 0), TP("t", 1)]}), FakeCluster({"t": 2}), subs, EAGER,
-                            unreadable=unreadable, may_own=unreadable)
+    out = leader_assignment(
+        StubAssignor(answer={"a": [TP("t", 0), TP("t", 1)]}),
+        FakeCluster({"t": 2}),
+        subs,
+        EAGER,
+        unreadable=unreadable,
+        may_own=unreadable,
+    )
     assert sorted(decode_assignment(out["a"]).partitions) == [TP("t", 0), TP("t", 1)]

@@ -43,8 +43,10 @@ def test_the_aiokafka_extra_allows_exactly_the_supported_releases() -> None:
 def test_only_the_internals_module_reaches_into_aiokafka_objects_it_does_not_subclass() -> None:
     # Private attributes of aiokafka objects other than the coordinator itself: the consumer's
     # settings, cluster metadata, fetch state, the client's metadata wait.
-    pattern = re.compile(r"\b(?:cluster\._partitions|state\._assignment|_tp_state|_maybe_wait_metadata|"
-                         r"self\._fetch_min_bytes|_closing\.done)")
+    pattern = re.compile(
+        r"\b(?:cluster\._partitions|state\._assignment|_tp_state|_maybe_wait_metadata|"
+        r"self\._fetch_min_bytes|_closing\.done)"
+    )
     offenders = []
     for path in sorted((ROOT / "kassign").rglob("*.py")):
         if path.name == "internals.py":

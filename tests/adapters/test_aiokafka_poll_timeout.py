@@ -63,6 +63,7 @@ def test_closing_is_not_a_poll_timeout():
 def test_a_heartbeat_task_cancelled_while_leaving_does_not_cancel_the_coordination_routine():
     """aiokafka's heartbeat routine calls the poll-timeout leave outside its cancellation handling; the
     coordination routine stopping it meanwhile (to rejoin) must not receive its CancelledError."""
+
     async def scenario():
         client = FakeCoordinatorClient()
         coordinator, _ = await _networked(client)

@@ -62,8 +62,10 @@ def random_scenario(rng: random.Random) -> Scenario:
 
 def to_request(assignor: str, s: Scenario) -> str:
     topics = ",".join(f"{t}:{n}" for t, n in s.partitions_per_topic.items())
-    members = ";".join(f"{m}/{sub.group_instance_id or '-'}/{sub.rack_id or '-'}/{'+'.join(sub.topics)}"
-                       for m, sub in s.subscriptions.items())
+    members = ";".join(
+        f"{m}/{sub.group_instance_id or '-'}/{sub.rack_id or '-'}/{'+'.join(sub.topics)}"
+        for m, sub in s.subscriptions.items()
+    )
     racks = ";".join(f"{tp.topic}:{tp.partition}={'+'.join(sorted(r))}" for tp, r in (s.partition_racks or {}).items())
     return "\t".join([assignor, topics, members, racks])
 
@@ -87,8 +89,15 @@ def run_java_batch(requests: list[str]) -> list[str]:
         cmd = java_command(classes, "EagerAssignorOracle", heap="256m")
     except JavaUnavailable as exc:
         pytest.fail(f"Java conformance tests need Java 17 and kafka-clients: {exc}")
-    res = subprocess.run(cmd, input="".join(r + "\n" for r in requests), capture_output=True, text=True,
-                         encoding="utf-8", timeout=240, check=True)
+    res = subprocess.run(
+        cmd,
+        input="".join(r + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=240,
+        check=True,
+    )
     answers = res.stdout.splitlines()
     assert len(answers) == len(requests), res.stderr[-2000:]
     return answers

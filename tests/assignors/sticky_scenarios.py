@@ -38,5 +38,9 @@ def scenarios(draw, *, equal: bool | None = None, racks: bool | None = None, max
 
 
 def cooperative_subscriptions(subs, claims, member_racks):
-    return {m: Subscription(list(subs[m]), None, list(claims[m][0]), None if claims[m][1] < 0 else claims[m][1],
-                            member_racks.get(m)) for m in subs}
+    return {
+        m: Subscription(
+            list(subs[m]), None, list(claims[m][0]), None if claims[m][1] < 0 else claims[m][1], member_racks.get(m)
+        )
+        for m in subs
+    }

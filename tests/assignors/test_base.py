@@ -64,8 +64,10 @@ def test_bad_input_names_the_offending_value(ppt, subs, exc, needle) -> None:
         StickyAssignor().assign(ppt, subs)
 
 
-@pytest.mark.parametrize(("generation", "error", "needle"), [("abc", TypeError, "'abc'"), (10**20, ValueError, "int32"),
-                                                             (True, TypeError, "True")])
+@pytest.mark.parametrize(
+    ("generation", "error", "needle"),
+    [("abc", TypeError, "'abc'"), (10**20, ValueError, "int32"), (True, TypeError, "True")],
+)
 def test_a_bad_generation_is_named(generation, error, needle):
     from kassign.assignors import CooperativeStickyAssignor
 

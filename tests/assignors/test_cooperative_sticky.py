@@ -32,9 +32,14 @@ def test_no_partition_is_revoked_and_added_in_one_round(scenario):
     a = CooperativeStickyAssignor()
     result = a.assign(topics, subscriptions, partition_racks=partition_racks)
     assert_cooperative(subscriptions, result)
-    eager = StickyAssignor().assign(topics, {m: Subscription(s.topics, encode_sticky_user_data(*claims[m]), [], None,
-                                                              s.rack_id) for m, s in subscriptions.items()},
-                                    partition_racks=partition_racks)
+    eager = StickyAssignor().assign(
+        topics,
+        {
+            m: Subscription(s.topics, encode_sticky_user_data(*claims[m]), [], None, s.rack_id)
+            for m, s in subscriptions.items()
+        },
+        partition_racks=partition_racks,
+    )
     for m, parts in result.items():
         assert set(parts) <= set(eager[m])
     held_back = {tp for m in eager for tp in set(eager[m]) - set(result[m])}
@@ -82,8 +87,10 @@ def test_librdkafka_sticky_layout_user_data():
 
 
 def test_garbage_user_data_means_generation_minus_one():
-    result = CooperativeStickyAssignor().assign({"t": 2}, {"a": Subscription(["t"], b"\x01\x02\x03", [TP("t", 0)]),
-                                                           "b": Subscription(["t"], None, [TP("t", 0)], 1)})
+    result = CooperativeStickyAssignor().assign(
+        {"t": 2},
+        {"a": Subscription(["t"], b"\x01\x02\x03", [TP("t", 0)]), "b": Subscription(["t"], None, [TP("t", 0)], 1)},
+    )
     assert TP("t", 0) in result["b"] and result["a"] == [TP("t", 1)]
 
 

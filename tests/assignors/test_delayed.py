@@ -51,8 +51,14 @@ class FakeClock:
 class Worker:
     """One consumer process of the group: its assignor and what it owns."""
 
-    def __init__(self, name: str, member_id: str, assignor: DelayedCooperativeStickyAssignor,
-                 instance_id: str | None, topics: list[str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        member_id: str,
+        assignor: DelayedCooperativeStickyAssignor,
+        instance_id: str | None,
+        topics: list[str],
+    ) -> None:
         self.name = name
         self.topics = topics
         self.member_id = member_id
@@ -65,8 +71,9 @@ class Worker:
 class Group:
     """A consumer group of delayed assignors; the leader is the longest-present member."""
 
-    def __init__(self, delay_ms: int = DELAY, partitions: int = 6, *, eager: bool = False,
-                 topics: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, delay_ms: int = DELAY, partitions: int = 6, *, eager: bool = False, topics: dict[str, int] | None = None
+    ) -> None:
         self.delay_ms = delay_ms
         self.partitions = partitions
         self.topics = topics or {TOPIC: partitions}
@@ -78,8 +85,14 @@ class Group:
         self.last_result: dict[str, list[TopicPartition]] = {}
         self.last_subscriptions: dict[str, Subscription] = {}
 
-    def join(self, name: str, *, worker_id: str | None = None, instance_id: str | None = None,
-             topics: list[str] | None = None) -> Worker:
+    def join(
+        self,
+        name: str,
+        *,
+        worker_id: str | None = None,
+        instance_id: str | None = None,
+        topics: list[str] | None = None,
+    ) -> Worker:
         """A new process (fresh assignor, new member id) joins under ``name``."""
         self.joins += 1
         assignor = DelayedCooperativeStickyAssignor(self.delay_ms, worker_id=worker_id or name, clock=self.clock)
@@ -440,7 +453,10 @@ def _state() -> DelayState:
     a = MemberIdentity("m-1", None, "w1")
     b = MemberIdentity("m-2", "static-2", None)
     return DelayState(
-        7, 1500, 1500, a,
+        7,
+        1500,
+        1500,
+        a,
         (WorkerPartitions(b, (TopicPartition("x", 2), TopicPartition("a", 1))), WorkerPartitions(a, ())),
         (MemberIdentity("m-3"),),
     )
@@ -610,8 +626,11 @@ def test_delay_zero_matches_cooperative_sticky_on_arbitrary_input(case, v1):
     topics, subs, partition_racks = case
     ours = {
         m: Subscription(
-            t, encode_delay_subscription_data(DelaySubscriptionData(f"worker-{m}", g)), o,
-            None if v1 or g < 0 else g, rack,
+            t,
+            encode_delay_subscription_data(DelaySubscriptionData(f"worker-{m}", g)),
+            o,
+            None if v1 or g < 0 else g,
+            rack,
         )
         for m, (t, o, g, rack) in subs.items()
     }
@@ -639,8 +658,10 @@ def test_base_runs_over_the_partitions_not_held_with_racks_renumbered():
     base = RecordingCooperativeSticky()
     leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w1", clock=FakeClock(), base_assignor=base)
     other = encode_delay_subscription_data(DelaySubscriptionData("w2"))
-    first = leader.assign({TOPIC: 6}, {"m1": Subscription([TOPIC], leader.subscription_user_data([TOPIC])),
-                                       "m2": Subscription([TOPIC], other)})
+    first = leader.assign(
+        {TOPIC: 6},
+        {"m1": Subscription([TOPIC], leader.subscription_user_data([TOPIC])), "m2": Subscription([TOPIC], other)},
+    )
     leader.on_assignment(first["m1"], 1)
     leader.on_assignment_user_data(leader.assignment_user_data)
     racks = {TopicPartition(TOPIC, p): frozenset({f"rack-{p}"}) for p in range(6)}
@@ -660,13 +681,18 @@ def test_base_runs_over_the_partitions_not_held_with_racks_renumbered():
 
 
 _identities = st.builds(
-    MemberIdentity, st.sampled_from(["a", "b", "c", "gone"]),
-    st.sampled_from([None, "i-a", "i-gone"]), st.sampled_from([None, "w-a", "w-b", "w-gone"]),
+    MemberIdentity,
+    st.sampled_from(["a", "b", "c", "gone"]),
+    st.sampled_from([None, "i-a", "i-gone"]),
+    st.sampled_from([None, "w-a", "w-b", "w-gone"]),
 )
 _partitions = st.lists(st.builds(TopicPartition, st.sampled_from(["x", "y"]), st.integers(-1, 9)), max_size=8)
 _INT32 = st.sampled_from([-(2**31), -1, 2**31 - 2, 2**31 - 1])
 _states = st.builds(
-    DelayState, st.integers(0, 5) | _INT32, st.integers(-10, DELAY) | _INT32, st.integers(-1, DELAY) | _INT32,
+    DelayState,
+    st.integers(0, 5) | _INT32,
+    st.integers(-10, DELAY) | _INT32,
+    st.integers(-1, DELAY) | _INT32,
     st.none() | _identities,
     st.lists(st.builds(WorkerPartitions, _identities, _partitions.map(tuple)), max_size=3).map(tuple),
     st.lists(_identities, max_size=3).map(tuple),
@@ -682,8 +708,9 @@ _states = st.builds(
 def test_any_echoed_state_gives_a_valid_assignment(echoed, owned, topics):
     members = ["a", "b", "c"]
     subscriptions = {
-        m: Subscription(topics[i], encode_delay_subscription_data(DelaySubscriptionData(f"w-{m}", 4, echoed[i])),
-                        owned[i], 4)
+        m: Subscription(
+            topics[i], encode_delay_subscription_data(DelaySubscriptionData(f"w-{m}", 4, echoed[i])), owned[i], 4
+        )
         for i, m in enumerate(members)
     }
     leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w-a", clock=FakeClock())
@@ -701,15 +728,24 @@ def test_any_echoed_state_gives_a_valid_assignment(echoed, owned, topics):
 
 
 def _echoing(state: DelayState) -> dict[str, Subscription]:
-    return {"a": Subscription(["x"], encode_delay_subscription_data(DelaySubscriptionData("w-a", 4, None)), [], 4),
-            "b": Subscription(["x"], encode_delay_subscription_data(DelaySubscriptionData("w-b", 4, state)),
-                              [TopicPartition("x", 0)], 4)}
+    return {
+        "a": Subscription(["x"], encode_delay_subscription_data(DelaySubscriptionData("w-a", 4, None)), [], 4),
+        "b": Subscription(
+            ["x"], encode_delay_subscription_data(DelaySubscriptionData("w-b", 4, state)), [TopicPartition("x", 0)], 4
+        ),
+    }
 
 
 def test_an_echoed_epoch_at_int32_max_is_unreadable_not_a_crash(caplog):
     """Epoch + 1 would not fit the wire: the leader ignores that member's state instead of failing to encode."""
-    state = DelayState(2**31 - 1, 1000, -1, MemberIdentity("gone", None, "w-gone"),
-                       (WorkerPartitions(MemberIdentity("gone", None, "w-gone"), (TopicPartition("x", 1),)),), ())
+    state = DelayState(
+        2**31 - 1,
+        1000,
+        -1,
+        MemberIdentity("gone", None, "w-gone"),
+        (WorkerPartitions(MemberIdentity("gone", None, "w-gone"), (TopicPartition("x", 1),)),),
+        (),
+    )
     leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w-a", clock=FakeClock())
     result = leader.assign({"x": 2}, _echoing(state))
     assert sorted(p for ps in result.values() for p in ps) == [TopicPartition("x", 0), TopicPartition("x", 1)]
@@ -720,8 +756,14 @@ def test_an_echoed_epoch_at_int32_max_is_unreadable_not_a_crash(caplog):
 def test_an_echoed_delay_beyond_the_leaders_maximum_is_capped():
     """A member echoing a 24.8-day delay cannot hold a departed member's partitions longer than the leader allows."""
     gone = MemberIdentity("gone", None, "w-gone")
-    state = DelayState(3, 2**31 - 1, 2**31 - 1, MemberIdentity("a", None, "w-old"),
-                       (WorkerPartitions(gone, (TopicPartition("x", 1),)),), ())
+    state = DelayState(
+        3,
+        2**31 - 1,
+        2**31 - 1,
+        MemberIdentity("a", None, "w-old"),
+        (WorkerPartitions(gone, (TopicPartition("x", 1),)),),
+        (),
+    )
     leader = DelayedCooperativeStickyAssignor(DELAY, worker_id="w-a", clock=FakeClock())
     leader.assign({"x": 2}, _echoing(state))
     assert leader.last_state.delay_ms <= DELAY

@@ -16,12 +16,17 @@ from tests.assignors.sticky_checks import assert_balanced, assert_valid
 TP = TopicPartition
 
 
-def _assign(topics: dict[str, int], subscriptions: dict[str, list[str]],
-            previous: dict[str, list[TopicPartition]] | None = None, generations: dict[str, int] | None = None
-            ) -> dict[str, list[TopicPartition]]:
+def _assign(
+    topics: dict[str, int],
+    subscriptions: dict[str, list[str]],
+    previous: dict[str, list[TopicPartition]] | None = None,
+    generations: dict[str, int] | None = None,
+) -> dict[str, list[TopicPartition]]:
     previous, generations = previous or {}, generations or {}
-    subs = {m: Subscription(sorted(ts), encode_sticky_user_data(previous.get(m, []), generations.get(m, 1)))
-            for m, ts in subscriptions.items()}
+    subs = {
+        m: Subscription(sorted(ts), encode_sticky_user_data(previous.get(m, []), generations.get(m, 1)))
+        for m, ts in subscriptions.items()
+    }
     result = StickyAssignor().assign(topics, subs)
     plain = {m: Subscription(sorted(ts)) for m, ts in subscriptions.items()}
     assert_valid(topics, plain, result)
@@ -53,14 +58,18 @@ def test_prefix_subscriptions_and_the_first_member_leaving():
     assert second == {"C1": _tps("t0", 0) + _tps("t1", 0, 1), "C2": _tps("t2", 0, 1, 2)}
 
 
-@pytest.mark.parametrize(("topics", "subscribed", "expected"), [
-    ({}, [], []),
-    ({}, ["t"], []),
-    ({"t": 3}, ["t"], _tps("t", 0, 1, 2)),
-    ({"t": 3, "other-t": 3}, ["t"], _tps("t", 0, 1, 2)),
-    ({"t1": 3, "t2": 3}, ["t1", "t2"], _tps("t1", 0, 1, 2) + _tps("t2", 0, 1, 2)),
-    ({"t1": 1, "t3": 100}, ["t1", "t2", "t3"], _tps("t1", 0) + _tps("t3", *range(100))),  # t2 deleted
-], ids=["no-topic", "missing-topic", "one-topic", "only-subscribed", "two-topics", "deleted-topic"])
+@pytest.mark.parametrize(
+    ("topics", "subscribed", "expected"),
+    [
+        ({}, [], []),
+        ({}, ["t"], []),
+        ({"t": 3}, ["t"], _tps("t", 0, 1, 2)),
+        ({"t": 3, "other-t": 3}, ["t"], _tps("t", 0, 1, 2)),
+        ({"t1": 3, "t2": 3}, ["t1", "t2"], _tps("t1", 0, 1, 2) + _tps("t2", 0, 1, 2)),
+        ({"t1": 1, "t3": 100}, ["t1", "t2", "t3"], _tps("t1", 0) + _tps("t3", *range(100))),  # t2 deleted
+    ],
+    ids=["no-topic", "missing-topic", "one-topic", "only-subscribed", "two-topics", "deleted-topic"],
+)
 def test_one_member(topics, subscribed, expected):
     assert _assign(topics, {"C": subscribed}) == {"C": expected}
 
@@ -131,8 +140,11 @@ def test_same_subscriptions_and_a_member_leaving():
 def test_existing_assignments_move_only_as_balance_needs():
     topics = {f"t{i}": 1 for i in range(1, 7)}
     subs = {"C1": ["t1", "t2"], "C2": ["t1", "t2", "t3", "t4"], "C3": ["t2", "t3", "t4", "t5", "t6"]}
-    previous = {"C1": _tps("t1", 0), "C2": _tps("t2", 0) + _tps("t3", 0),
-                "C3": _tps("t4", 0) + _tps("t5", 0) + _tps("t6", 0)}
+    previous = {
+        "C1": _tps("t1", 0),
+        "C2": _tps("t2", 0) + _tps("t3", 0),
+        "C3": _tps("t4", 0) + _tps("t5", 0) + _tps("t6", 0),
+    }
     result = _assign(topics, subs, previous)
     assert sorted(map(len, result.values())) == [2, 2, 2]
 
@@ -161,8 +173,7 @@ def test_multiple_generations_a_member_leaves_then_returns():
     second = _assign({"t": 6}, {"C1": ["t"], "C2": ["t"]}, first)
     for m in ("C1", "C2"):
         assert set(first[m]) <= set(second[m]) and len(second[m]) == 3
-    third = _assign({"t": 6}, {"C2": ["t"], "C3": ["t"]}, {"C2": second["C2"], "C3": first["C3"]},
-                    {"C2": 2, "C3": 1})
+    third = _assign({"t": 6}, {"C2": ["t"], "C3": ["t"]}, {"C2": second["C2"], "C3": first["C3"]}, {"C2": 2, "C3": 1})
     assert third["C2"] == second["C2"] and len(third["C3"]) == 3
 
 
@@ -195,8 +206,10 @@ def test_cooperative_sticky_reaches_the_same_layout_in_two_rounds():
     owned = {"C1": _tps("t1", 0, 1), "C2": _tps("t2", 0, 1, 2)}
     coop = {m: Subscription(ts, encode_cooperative_user_data(3), owned[m], 3) for m, ts in subs.items()}
     result = CooperativeStickyAssignor().assign(topics, coop)
-    assert {m: sorted(ps) for m, ps in result.items()} == {"C1": _tps("t0", 0) + _tps("t1", 0, 1),
-                                                           "C2": _tps("t2", 0, 1, 2)}
+    assert {m: sorted(ps) for m, ps in result.items()} == {
+        "C1": _tps("t0", 0) + _tps("t1", 0, 1),
+        "C2": _tps("t2", 0, 1, 2),
+    }
 
 
 # librdkafka's ut_testRackAwareAssignmentWithNonEqualSubscription: t1 (6 partitions), t2 (7), t3 (2);
@@ -225,14 +238,31 @@ def _rack_aware_targets(partition_racks, owned: dict[str, list[TopicPartition]] 
 
     owned = owned or {}
     plain = {m: Subscription(ts) for m, ts in _RACK_SUBS.items()}
-    sticky = StickyAssignor().assign(_RACK_TOPICS, {
-        m: Subscription(ts, encode_sticky_user_data(owned[m], 1) if m in owned else None, [], None, _CONSUMER_RACK[m])
-        for m, ts in _RACK_SUBS.items()}, partition_racks=partition_racks)
+    sticky = StickyAssignor().assign(
+        _RACK_TOPICS,
+        {
+            m: Subscription(
+                ts, encode_sticky_user_data(owned[m], 1) if m in owned else None, [], None, _CONSUMER_RACK[m]
+            )
+            for m, ts in _RACK_SUBS.items()
+        },
+        partition_racks=partition_racks,
+    )
     cooperative = CooperativeStickyAssignor()
-    first = cooperative.assign(_RACK_TOPICS, {
-        m: Subscription(ts, encode_cooperative_user_data(1 if m in owned else -1), owned.get(m, []),
-                        1 if m in owned else None, _CONSUMER_RACK[m])
-        for m, ts in _RACK_SUBS.items()}, partition_racks=partition_racks)
+    first = cooperative.assign(
+        _RACK_TOPICS,
+        {
+            m: Subscription(
+                ts,
+                encode_cooperative_user_data(1 if m in owned else -1),
+                owned.get(m, []),
+                1 if m in owned else None,
+                _CONSUMER_RACK[m],
+            )
+            for m, ts in _RACK_SUBS.items()
+        },
+        partition_racks=partition_racks,
+    )
     target = {m: list(ps) for m, ps in first.items()}
     for tp, m in cooperative.partitions_transferring_ownership.items():
         target[m].append(tp)
@@ -247,11 +277,14 @@ def _cross_rack(assignment, partition_racks) -> int:
     return sum(_CONSUMER_RACK[m] not in partition_racks[tp] for m, ps in assignment.items() for tp in ps)
 
 
-@pytest.mark.parametrize("replication_factor, n_racks, peer_cross_rack", [
-    (2, 3, 0),  # every partition has a replica on two of the three racks: all can be local
-    (1, 3, 4),  # one replica each: librdkafka leaves 4 off-rack at 5/5/5
-    (3, 2, 5),  # consumer3's rack has no replica: its 5 partitions are off-rack, nothing else
-])
+@pytest.mark.parametrize(
+    "replication_factor, n_racks, peer_cross_rack",
+    [
+        (2, 3, 0),  # every partition has a replica on two of the three racks: all can be local
+        (1, 3, 4),  # one replica each: librdkafka leaves 4 off-rack at 5/5/5
+        (3, 2, 5),  # consumer3's rack has no replica: its 5 partitions are off-rack, nothing else
+    ],
+)
 def test_rack_aware_unequal_subscriptions_nothing_owned(replication_factor, n_racks, peer_cross_rack):
     racks = _replica_racks(replication_factor, n_racks)
     for result in _rack_aware_targets(racks):
@@ -263,8 +296,11 @@ def test_rack_aware_unequal_subscriptions_owned_partitions_on_the_wrong_racks():
     even owns t2 partitions it does not subscribe to). librdkafka improves locality to 4 off-rack
     partitions at 5/5/5; so must kassign (it left 6 before it traded partitions between members)."""
     racks = _replica_racks(1, 3)
-    owned = {"consumer1": _tps("t1", 0, 1, 2, 3, 4), "consumer2": _tps("t1", 5) + _tps("t2", 0, 1, 2, 3),
-             "consumer3": _tps("t2", 4, 5, 6) + _tps("t3", 0, 1)}
+    owned = {
+        "consumer1": _tps("t1", 0, 1, 2, 3, 4),
+        "consumer2": _tps("t1", 5) + _tps("t2", 0, 1, 2, 3),
+        "consumer3": _tps("t2", 4, 5, 6) + _tps("t3", 0, 1),
+    }
     assert _cross_rack(owned, racks) == 10
     for result in _rack_aware_targets(racks, owned):
         assert _cross_rack(result, racks) <= 4

@@ -26,8 +26,9 @@ def test_matches_java_on_random_groups() -> None:
     answers = run_java_batch([to_request("range", s) for s in scenarios])
     rack_aware_seen = 0
     for scenario, answer in zip(scenarios, answers):
-        ours = RangeAssignor().assign(scenario.partitions_per_topic, scenario.subscriptions,
-                                      partition_racks=scenario.partition_racks)
+        ours = RangeAssignor().assign(
+            scenario.partitions_per_topic, scenario.subscriptions, partition_racks=scenario.partition_racks
+        )
         java = parse_answer(answer)
         assert {m: sorted(p) for m, p in ours.items()} == {m: sorted(p) for m, p in java.items()}, scenario
         without_racks = RangeAssignor().assign(scenario.partitions_per_topic, scenario.subscriptions)
@@ -54,8 +55,11 @@ def test_rack_aware_prefers_local_replicas() -> None:
 
 
 def test_static_members_come_first_in_instance_id_order() -> None:
-    subs = {"a": Subscription(["t"]), "b": Subscription(["t"], group_instance_id="z"),
-            "c": Subscription(["t"], group_instance_id="y")}
+    subs = {
+        "a": Subscription(["t"]),
+        "b": Subscription(["t"], group_instance_id="z"),
+        "c": Subscription(["t"], group_instance_id="y"),
+    }
     got = RangeAssignor().assign({"t": 3}, subs)
     assert got == {"c": [("t", 0)], "b": [("t", 1)], "a": [("t", 2)]}
 
@@ -72,8 +76,9 @@ def test_rejects_bad_input() -> None:
         RangeAssignor().assign({"t": -1}, {"a": Subscription(["t"])})
 
 
-members = st.dictionaries(st.text("abcdefgh", min_size=1, max_size=3),
-                          st.lists(st.sampled_from(["t0", "t1", "t2"]), unique=True), max_size=8)
+members = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=3), st.lists(st.sampled_from(["t0", "t1", "t2"]), unique=True), max_size=8
+)
 counts = st.dictionaries(st.sampled_from(["t0", "t1", "t2"]), st.integers(0, 30))
 
 
@@ -97,8 +102,12 @@ def test_each_topic_is_split_into_contiguous_near_equal_ranges(partitions_per_to
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 20), st.integers(1, 6), st.lists(st.sampled_from(["r0", "r1", "r2"]), min_size=1, max_size=6),
-       st.randoms(use_true_random=False))
+@given(
+    st.integers(1, 20),
+    st.integers(1, 6),
+    st.lists(st.sampled_from(["r0", "r1", "r2"]), min_size=1, max_size=6),
+    st.randoms(use_true_random=False),
+)
 def test_rack_aware_keeps_the_quota_and_assigns_everything(n, k, member_racks, rnd) -> None:
     subs = {f"m{i}": Subscription(["t", "u"], rack_id=member_racks[i % len(member_racks)]) for i in range(k)}
     racks = {TopicPartition(t, p): {rnd.choice(["r0", "r1", "r2"])} for t in ("t", "u") for p in range(n)}

@@ -22,8 +22,9 @@ def test_matches_java_on_random_groups() -> None:
     scenarios = [random_scenario(rng) for _ in range(SCENARIOS)]
     answers = run_java_batch([to_request("roundrobin", s) for s in scenarios])
     for scenario, answer in zip(scenarios, answers):
-        ours = RoundRobinAssignor().assign(scenario.partitions_per_topic, scenario.subscriptions,
-                                           partition_racks=scenario.partition_racks)
+        ours = RoundRobinAssignor().assign(
+            scenario.partitions_per_topic, scenario.subscriptions, partition_racks=scenario.partition_racks
+        )
         # Round robin hands out partitions in (topic, partition) order, so even list order matches.
         assert ours == parse_answer(answer), scenario
 
@@ -36,8 +37,11 @@ def test_kafka_javadoc_example() -> None:
 
 
 def test_static_members_are_ordered_by_instance_id() -> None:
-    subs = {"a": Subscription(["t"], group_instance_id="2"), "b": Subscription(["t"], group_instance_id="1"),
-            "c": Subscription(["t"])}
+    subs = {
+        "a": Subscription(["t"], group_instance_id="2"),
+        "b": Subscription(["t"], group_instance_id="1"),
+        "c": Subscription(["t"]),
+    }
     assert RoundRobinAssignor().assign({"t": 4}, subs) == {"b": [("t", 0), ("t", 3)], "a": [("t", 1)], "c": [("t", 2)]}
 
 
@@ -54,9 +58,11 @@ def test_rejects_bad_input() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.sampled_from(["t0", "t1", "t2", "t3"]), st.integers(0, 25)),
-       st.lists(st.text("xyz", min_size=1, max_size=4), min_size=1, max_size=9, unique=True),
-       st.lists(st.sampled_from(["t0", "t1", "t2", "t3"]), unique=True))
+@given(
+    st.dictionaries(st.sampled_from(["t0", "t1", "t2", "t3"]), st.integers(0, 25)),
+    st.lists(st.text("xyz", min_size=1, max_size=4), min_size=1, max_size=9, unique=True),
+    st.lists(st.sampled_from(["t0", "t1", "t2", "t3"]), unique=True),
+)
 def test_identical_subscriptions_balance_within_one(partitions_per_topic, members, topics) -> None:
     subs = {m: Subscription(topics) for m in members}
     got = RoundRobinAssignor().assign(partitions_per_topic, subs)
@@ -67,9 +73,15 @@ def test_identical_subscriptions_balance_within_one(partitions_per_topic, member
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.sampled_from(["t0", "t1", "t2"]), st.integers(0, 12)),
-       st.dictionaries(st.text("xyz", min_size=1, max_size=4),
-                       st.lists(st.sampled_from(["t0", "t1", "t2"]), unique=True), min_size=1, max_size=8))
+@given(
+    st.dictionaries(st.sampled_from(["t0", "t1", "t2"]), st.integers(0, 12)),
+    st.dictionaries(
+        st.text("xyz", min_size=1, max_size=4),
+        st.lists(st.sampled_from(["t0", "t1", "t2"]), unique=True),
+        min_size=1,
+        max_size=8,
+    ),
+)
 def test_each_partition_goes_once_to_a_subscriber(partitions_per_topic, topics_by_member) -> None:
     got = RoundRobinAssignor().assign(partitions_per_topic, {m: Subscription(t) for m, t in topics_by_member.items()})
     subscribed = {t for ts in topics_by_member.values() for t in ts}

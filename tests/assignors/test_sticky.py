@@ -18,8 +18,12 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def sticky_subscriptions(subs, claims, member_racks):
-    return {m: Subscription(list(subs[m]), encode_sticky_user_data(claims[m][0], claims[m][1]), [], None,
-                            member_racks.get(m)) for m in subs}
+    return {
+        m: Subscription(
+            list(subs[m]), encode_sticky_user_data(claims[m][0], claims[m][1]), [], None, member_racks.get(m)
+        )
+        for m in subs
+    }
 
 
 @SETTINGS
@@ -64,7 +68,8 @@ def test_stable_assignment_is_kept(scenario):
     topics, _, subs, _, _ = scenario
     first = StickyAssignor().assign(topics, {m: Subscription(subs[m]) for m in subs})
     again = StickyAssignor().assign(
-        topics, {m: Subscription(subs[m], encode_sticky_user_data(first[m], 5)) for m in subs})
+        topics, {m: Subscription(subs[m], encode_sticky_user_data(first[m], 5)) for m in subs}
+    )
     assert {m: sorted(p) for m, p in again.items()} == {m: sorted(p) for m, p in first.items()}
     assert moves(resolved_owners({m: (first[m], 5) for m in subs}, topics), again) == 0
 
@@ -74,8 +79,9 @@ def test_stable_assignment_is_kept(scenario):
 def test_deterministic(scenario):
     topics, claims, subs, racks, partition_racks = scenario
     a = StickyAssignor().assign(topics, sticky_subscriptions(subs, claims, racks), partition_racks=partition_racks)
-    b = StickyAssignor().assign(topics, dict(reversed(sticky_subscriptions(subs, claims, racks).items())),
-                                partition_racks=partition_racks)
+    b = StickyAssignor().assign(
+        topics, dict(reversed(sticky_subscriptions(subs, claims, racks).items())), partition_racks=partition_racks
+    )
     assert a == b
 
 
@@ -103,8 +109,10 @@ def test_higher_generation_wins_and_same_generation_claims_are_dropped():
 
 
 def test_unparseable_user_data_is_no_previous_assignment(caplog):
-    subs = {"a": Subscription(["t"], b"\x00\x00\x00\x05garbage"),
-            "b": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 1))}
+    subs = {
+        "a": Subscription(["t"], b"\x00\x00\x00\x05garbage"),
+        "b": Subscription(["t"], encode_sticky_user_data([TP("t", 0)], 1)),
+    }
     result = StickyAssignor().assign({"t": 2}, subs)
     assert result == {"a": [TP("t", 1)], "b": [TP("t", 0)]}
     assert "unparseable" in caplog.text
@@ -126,10 +134,13 @@ def test_rack_aware_prefers_replica_racks():
     assert sorted(result["b"]) == [TP("t", 0), TP("t", 1)]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"t": -1}, "-1"),
-    ({"t": "3"}, "'3'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"t": -1}, "-1"),
+        ({"t": "3"}, "'3'"),
+    ],
+)
 def test_bad_input_names_the_value(bad, message):
     with pytest.raises((TypeError, ValueError), match=message):
         StickyAssignor().assign(bad, {"m": Subscription(["t"])})
@@ -141,8 +152,12 @@ def test_no_members_and_no_topics():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["t", "topic-é", "x" * 40]), st.integers(-5, 2**31 - 1)), max_size=20),
-       st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)), st.binary(max_size=6), st.booleans())
+@given(
+    st.lists(st.tuples(st.sampled_from(["t", "topic-é", "x" * 40]), st.integers(-5, 2**31 - 1)), max_size=20),
+    st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+    st.binary(max_size=6),
+    st.booleans(),
+)
 def test_fast_user_data_reader_agrees_with_the_codec(partitions, generation, tail, truncate):
     data = encode_sticky_user_data([TP(t, p) for t, p in partitions], generation)
     data = data[: len(data) // 2] if truncate else data + tail
@@ -248,8 +263,10 @@ def test_water_filling_matches_one_at_a_time(counts, units, data):
 
 
 def _gen_claims(claims: dict[str, tuple[list[int], int]]) -> dict[str, Subscription]:
-    return {m: Subscription(["t"], encode_sticky_user_data([TP("t", p) for p in ps], gen))
-            for m, (ps, gen) in claims.items()}
+    return {
+        m: Subscription(["t"], encode_sticky_user_data([TP("t", p) for p in ps], gen))
+        for m, (ps, gen) in claims.items()
+    }
 
 
 def test_members_returning_from_an_older_generation_get_their_partitions_back():
@@ -259,8 +276,11 @@ def test_members_returning_from_an_older_generation_get_their_partitions_back():
     subs = _gen_claims({"C1": ([0, 3], 1), "C2": ([0, 1, 2, 3, 4, 5], 2), "C3": ([2, 5], 1)})
     assignor = StickyAssignor()
     result = assignor.assign({"t": 6}, subs)
-    assert {m: sorted(p.partition for p in ps) for m, ps in result.items()} == {"C1": [0, 3], "C2": [1, 4],
-                                                                               "C3": [2, 5]}
+    assert {m: sorted(p.partition for p in ps) for m, ps in result.items()} == {
+        "C1": [0, 3],
+        "C2": [1, 4],
+        "C3": [2, 5],
+    }
     # Ownership moves from C2 to the older claimers: the cooperative protocol must revoke first.
     assert set(assignor.partitions_transferring_ownership) == {TP("t", p) for p in (0, 2, 3, 5)}
 
@@ -287,20 +307,28 @@ def test_cooperative_returns_older_claims_in_the_follow_up_round():
     def sub(ps, gen):
         return Subscription(["t"], encode_cooperative_user_data(gen), [TP("t", p) for p in ps], gen)
 
-    first = CooperativeStickyAssignor().assign({"t": 6}, {"C1": sub([0, 3], 1), "C2": sub(range(6), 2),
-                                                        "C3": sub([2, 5], 1)})
+    first = CooperativeStickyAssignor().assign(
+        {"t": 6}, {"C1": sub([0, 3], 1), "C2": sub(range(6), 2), "C3": sub([2, 5], 1)}
+    )
     assert {m: sorted(p.partition for p in ps) for m, ps in first.items()} == {"C1": [], "C2": [1, 4], "C3": []}
-    second = CooperativeStickyAssignor().assign({"t": 6}, {"C1": sub([0, 3], 1), "C2": sub([1, 4], 3),
-                                                         "C3": sub([2, 5], 1)})
-    assert {m: sorted(p.partition for p in ps) for m, ps in second.items()} == {"C1": [0, 3], "C2": [1, 4],
-                                                                               "C3": [2, 5]}
+    second = CooperativeStickyAssignor().assign(
+        {"t": 6}, {"C1": sub([0, 3], 1), "C2": sub([1, 4], 3), "C3": sub([2, 5], 1)}
+    )
+    assert {m: sorted(p.partition for p in ps) for m, ps in second.items()} == {
+        "C1": [0, 3],
+        "C2": [1, 4],
+        "C3": [2, 5],
+    }
 
 
 def test_rack_aware_unequal_subscriptions_place_the_remainder_on_rack():
     """Issue 15's smallest KIP-881 case: t1-0 on rack a, t2-0 on rack b; c1 [t1] on b, c2 [t1, t2] on a,
     c3 [t1, t2] on b. Equally balanced with no cross-rack partition: c2 t1-0, c3 t2-0."""
-    subs = {"c1": Subscription(["t1"], None, [], None, "b"), "c2": Subscription(["t1", "t2"], None, [], None, "a"),
-            "c3": Subscription(["t1", "t2"], None, [], None, "b")}
+    subs = {
+        "c1": Subscription(["t1"], None, [], None, "b"),
+        "c2": Subscription(["t1", "t2"], None, [], None, "a"),
+        "c3": Subscription(["t1", "t2"], None, [], None, "b"),
+    }
     racks = {TP("t1", 0): {"a"}, TP("t2", 0): {"b"}}
     result = StickyAssignor().assign({"t1": 1, "t2": 1}, subs, partition_racks=racks)
     assert result == {"c1": [], "c2": [TP("t1", 0)], "c3": [TP("t2", 0)]}

@@ -19,8 +19,12 @@ def test_examples_assign_every_partition_once(path, capsys):
     spec = json.loads(path.read_text())
     assigned = [tp for parts in report["assignment"].values() for tp in parts]
     held = list(report["changing_owner"]) if report["held_back"] else []
-    expected = {f"{t}:{p}" for t, n in spec["partitions_per_topic"].items() for p in range(n)
-                if any(t in s["topics"] for s in spec["subscriptions"].values())}
+    expected = {
+        f"{t}:{p}"
+        for t, n in spec["partitions_per_topic"].items()
+        for p in range(n)
+        if any(t in s["topics"] for s in spec["subscriptions"].values())
+    }
     assert len(assigned) == len(set(assigned)) and set(assigned) | set(held) == expected
     assert not set(assigned) & set(held)
 

@@ -57,9 +57,15 @@ def _scenario(rng: random.Random) -> dict:
     use_racks = rng.random() < 0.3
     racks = ["r0", "r1", "r2"]
     member_racks = {m: (rng.choice(racks + [None]) if use_racks else None) for m in members}
-    partition_racks = ({f"{t}:{p}": rng.sample(racks, rng.randint(0, 2)) for t, p in all_tps} if use_racks else None)
-    return {"topics": topics, "subs": subs, "claims": claims, "generations": generations,
-            "member_racks": member_racks, "partition_racks": partition_racks}
+    partition_racks = {f"{t}:{p}": rng.sample(racks, rng.randint(0, 2)) for t, p in all_tps} if use_racks else None
+    return {
+        "topics": topics,
+        "subs": subs,
+        "claims": claims,
+        "generations": generations,
+        "member_racks": member_racks,
+        "partition_racks": partition_racks,
+    }
 
 
 def _java_input(sc: dict, assignor: str) -> dict:
@@ -73,15 +79,23 @@ def _java_input(sc: dict, assignor: str) -> dict:
         else:
             user_data = encode_cooperative_user_data(gen).hex()
             owned_field = [list(tp) for tp in owned]
-        members[m] = {"topics": topics, "user_data": user_data, "owned": owned_field,
-                      "generation": None if gen < 0 else gen, "rack": sc["member_racks"][m]}
+        members[m] = {
+            "topics": topics,
+            "user_data": user_data,
+            "owned": owned_field,
+            "generation": None if gen < 0 else gen,
+            "rack": sc["member_racks"][m],
+        }
     # As in a real group, the leader's metadata holds the subscribed topics only.
     subscribed = {t: n for t, n in sc["topics"].items() if any(t in ts for ts in sc["subs"].values())}
     return {"assignor": assignor, "topics": subscribed, "members": members, "partition_racks": sc["partition_racks"]}
 
 
-def _ours(sc: dict, assignor: str, instance: StickyAssignor | CooperativeStickyAssignor | None = None,
-          ) -> dict[str, list[TopicPartition]]:
+def _ours(
+    sc: dict,
+    assignor: str,
+    instance: StickyAssignor | CooperativeStickyAssignor | None = None,
+) -> dict[str, list[TopicPartition]]:
     subs = {}
     for m, topics in sc["subs"].items():
         tps = [TopicPartition(t, p) for t, p in sc["claims"][m]]
@@ -90,12 +104,14 @@ def _ours(sc: dict, assignor: str, instance: StickyAssignor | CooperativeStickyA
             user_data = encode_sticky_user_data(tps, gen) if tps else None
             subs[m] = Subscription(topics, user_data, [], None if gen < 0 else gen, sc["member_racks"][m])
         else:
-            subs[m] = Subscription(topics, encode_cooperative_user_data(gen), tps, None if gen < 0 else gen,
-                                   sc["member_racks"][m])
+            subs[m] = Subscription(
+                topics, encode_cooperative_user_data(gen), tps, None if gen < 0 else gen, sc["member_racks"][m]
+            )
     racks = None
     if sc["partition_racks"] is not None:
-        racks = {TopicPartition(k.split(":")[0], int(k.split(":")[1])): set(v)
-                 for k, v in sc["partition_racks"].items()}
+        racks = {
+            TopicPartition(k.split(":")[0], int(k.split(":")[1])): set(v) for k, v in sc["partition_racks"].items()
+        }
     a = instance or (StickyAssignor() if assignor == "sticky" else CooperativeStickyAssignor())
     return a.assign(sc["topics"], subs, partition_racks=racks)
 
@@ -134,8 +150,12 @@ def _off_rack(sc, assignment) -> int:
     if sc["partition_racks"] is None:
         return 0
     racks = sc["member_racks"]
-    return sum(1 for m, parts in assignment.items() for t, p in parts
-               if racks[m] and racks[m] not in sc["partition_racks"].get(f"{t}:{p}", []))
+    return sum(
+        1
+        for m, parts in assignment.items()
+        for t, p in parts
+        if racks[m] and racks[m] not in sc["partition_racks"].get(f"{t}:{p}", [])
+    )
 
 
 def _as_tps(answer) -> dict[str, list[TopicPartition]]:
@@ -158,15 +178,19 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
         if not _is_valid(sc, java):
             java_invalid += 1
             continue
-        owners = resolved_owners({m: ([TopicPartition(*tp) for tp in sc["claims"][m]], sc["generations"][m])
-                                  for m in sc["subs"]}, sc["topics"])
+        owners = resolved_owners(
+            {m: ([TopicPartition(*tp) for tp in sc["claims"][m]], sc["generations"][m]) for m in sc["subs"]},
+            sc["topics"],
+        )
         ours_counts = sorted(map(len, ours.values()))
         java_counts = sorted(map(len, java.values()))
         equal = len({frozenset(t for t in ts if sc["topics"][t]) for ts in sc["subs"].values()}) == 1
         if equal and ours_counts != java_counts:
             problems.append((k, "counts", ours_counts, java_counts))
-        if sum(c * c for c in ours_counts) > sum(c * c for c in java_counts) and \
-                imbalance_witness(sc["topics"], plain, java) is None:
+        if (
+            sum(c * c for c in ours_counts) > sum(c * c for c in java_counts)
+            and imbalance_witness(sc["topics"], plain, java) is None
+        ):
             problems.append((k, "less balanced", ours_counts, java_counts))
         # Moving more is only allowed when it buys a strictly better balance or, rack-aware, strictly
         # better locality: at most two moves per partition brought onto a replica rack beyond Java's
@@ -183,9 +207,11 @@ def test_sticky_at_least_as_balanced_and_as_sticky_as_java(java_answers):
                 problems.append((k, "cross-rack", _off_rack(sc, ours), _off_rack(sc, java)))
             elif locality_gain > 0:
                 rack_better += 1
-    print(f"java invalid answers: {java_invalid}, java errors: {java_error}, "
-          f"rack scenarios moving more than Java for better locality: {rack_extra_moves}, "
-          f"fewer cross-rack partitions than Java at equal balance: {rack_better}")
+    print(
+        f"java invalid answers: {java_invalid}, java errors: {java_error}, "
+        f"rack scenarios moving more than Java for better locality: {rack_extra_moves}, "
+        f"fewer cross-rack partitions than Java at equal balance: {rack_better}"
+    )
     assert not problems, f"{len(problems)} scenarios worse than Java: {problems[:10]}"
 
 

@@ -61,9 +61,11 @@ def _wait_gone(bootstrap: str, supervisor_pid: int, timeout: float = 20.0) -> No
     raise AssertionError(f"the broker at {bootstrap} outlived its owner")
 
 
-@pytest.mark.parametrize(("kind", "how"), [("tansu", signal.SIGKILL), ("tansu", signal.SIGTERM),
-                                           ("tansu", signal.SIGINT), ("kafka", signal.SIGKILL)],
-                         ids=["tansu-sigkill", "tansu-sigterm", "tansu-sigint", "kafka-sigkill"])
+@pytest.mark.parametrize(
+    ("kind", "how"),
+    [("tansu", signal.SIGKILL), ("tansu", signal.SIGTERM), ("tansu", signal.SIGINT), ("kafka", signal.SIGKILL)],
+    ids=["tansu-sigkill", "tansu-sigterm", "tansu-sigint", "kafka-sigkill"],
+)
 def test_the_broker_stops_when_its_owner_dies(kind, how):
     before = _workdirs()
     owner = subprocess.Popen([sys.executable, "-c", OWNER, kind], stdout=subprocess.PIPE, text=True)
@@ -79,8 +81,9 @@ def test_the_broker_stops_when_its_owner_dies(kind, how):
             # the owner waits up to 30 s for its supervisor, which gives the broker 5 s + 10 s to stop
             owner.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            logs = {str(p): p.read_text(errors="replace")[-2000:] for d in new_dirs
-                    for p in Path(d).glob("supervisor.log")}
+            logs = {
+                str(p): p.read_text(errors="replace")[-2000:] for d in new_dirs for p in Path(d).glob("supervisor.log")
+            }
             raise AssertionError(f"the owner did not exit within 60 s of {how.name}; supervisor log: {logs}") from None
         _wait_gone(started["bootstrap"], supervisor_pid)
         assert not (new_dirs & _workdirs()), "the broker's work directory outlived it"
@@ -101,8 +104,13 @@ def no_leftover_workdirs():
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kassign.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "kassign.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _one_line_error(res: subprocess.CompletedProcess, *needles: str) -> None:
@@ -139,7 +147,7 @@ def test_cli_start_status_stop_of_a_detached_broker(tmp_path, no_leftover_workdi
 def test_too_old_a_java_is_one_line(tmp_path, no_leftover_workdirs):
     fake = tmp_path / "jdk" / "bin"
     fake.mkdir(parents=True)
-    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.21" 2023-10-17\' >&2\n')
+    (fake / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.21\" 2023-10-17' >&2\n")
     (fake / "java").chmod(0o755)
     res = _cli("broker", "start", env={"JAVA_HOME": str(tmp_path / "jdk"), "KASSIGN_RUN_DIR": str(tmp_path)})
     _one_line_error(res, "Java 17", "Java 11")
@@ -155,8 +163,13 @@ def test_no_maven_and_no_cached_jars_is_one_line(tmp_path, no_leftover_workdirs)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "java").symlink_to(java_dir.resolve())
-    res = _cli("broker", "start", "--version", "4.0.0",
-               env={"PATH": str(bin_dir), "JAVA_HOME": "", "KASSIGN_CACHE_DIR": str(tmp_path / "cache")})
+    res = _cli(
+        "broker",
+        "start",
+        "--version",
+        "4.0.0",
+        env={"PATH": str(bin_dir), "JAVA_HOME": "", "KASSIGN_CACHE_DIR": str(tmp_path / "cache")},
+    )
     _one_line_error(res, "no cached jars for Apache Kafka 4.0.0", "mvn")
 
 
@@ -168,8 +181,12 @@ def test_a_broker_that_does_not_come_up_in_time_shows_its_log(tmp_path, no_lefto
 
 
 def test_bad_cli_values_are_one_line(tmp_path, no_leftover_workdirs):
-    for args, needle in ((("--brokers", "0"), "1 to 9"), (("--port", "70000"), "70000"),
-                         (("--racks", "a,,b"), "a,,b"), (("--tansu", "--brokers", "3"), "--tansu")):
+    for args, needle in (
+        (("--brokers", "0"), "1 to 9"),
+        (("--port", "70000"), "70000"),
+        (("--racks", "a,,b"), "a,,b"),
+        (("--tansu", "--brokers", "3"), "--tansu"),
+    ):
         res = _cli("broker", "start", *args, env={"KASSIGN_RUN_DIR": str(tmp_path)})
         assert res.returncode == 2, (args, res.stderr)
         assert "Traceback" not in res.stderr and needle in res.stderr, (args, res.stderr)
@@ -181,20 +198,41 @@ def test_maven_without_a_route_to_central_is_one_line(tmp_path):
     bin_dir.mkdir()
     java = Path(subprocess.run(["sh", "-c", "command -v java"], capture_output=True, text=True).stdout.strip())
     (bin_dir / "java").symlink_to(java.resolve())
-    (bin_dir / "mvn").write_text("#!/bin/sh\necho '[ERROR] Failed to execute goal on project jars: Could not transfer "
-                                 "artifact org.apache.kafka:kafka_2.13:pom:4.0.0 from/to central: Unknown host "
-                                 "repo.maven.apache.org'\nexit 1\n")
+    (bin_dir / "mvn").write_text(
+        "#!/bin/sh\necho '[ERROR] Failed to execute goal on project jars: Could not transfer "
+        "artifact org.apache.kafka:kafka_2.13:pom:4.0.0 from/to central: Unknown host "
+        "repo.maven.apache.org'\nexit 1\n"
+    )
     (bin_dir / "mvn").chmod(0o755)
-    res = _cli("broker", "start", "--version", "4.0.0",
-               env={"PATH": str(bin_dir), "JAVA_HOME": "", "KASSIGN_CACHE_DIR": str(tmp_path / "cache")})
+    res = _cli(
+        "broker",
+        "start",
+        "--version",
+        "4.0.0",
+        env={"PATH": str(bin_dir), "JAVA_HOME": "", "KASSIGN_CACHE_DIR": str(tmp_path / "cache")},
+    )
     _one_line_error(res, "could not fetch Apache Kafka 4.0.0 from Maven Central", str(tmp_path / "cache"))
 
 
 def test_sigterm_to_the_demo_stops_its_broker(tmp_path):
     """`kassign demo` owns the broker it starts: SIGTERM to the demo leaves no broker behind."""
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"} | {"PYTHONUNBUFFERED": "1"}
-    demo = subprocess.Popen([sys.executable, "-m", "kassign.cli", "demo", "--quick", "--tansu", "--no-plot",
-                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, text=True, env=env)
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kassign.cli",
+            "demo",
+            "--quick",
+            "--tansu",
+            "--no-plot",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = demo.stdout.readline()
         assert "kassign demo: broker Tansu" in line, line

@@ -75,10 +75,14 @@ def test_an_error_answer_or_no_answer_is_broker_unavailable(fake_broker):
         api_versions(f"127.0.0.1:{port}", timeout=1.0)
 
 
-@pytest.mark.parametrize(("heartbeat", "words"), [
-    (None, "lists none of ConsumerGroupHeartbeat (API key 68)"),
-    ((0, 0), "lists only version 0 (the pre-4.0 preview) of ConsumerGroupHeartbeat"),
-], ids=["kafka-3.6", "kafka-3.9"])
+@pytest.mark.parametrize(
+    ("heartbeat", "words"),
+    [
+        (None, "lists none of ConsumerGroupHeartbeat (API key 68)"),
+        ((0, 0), "lists only version 0 (the pre-4.0 preview) of ConsumerGroupHeartbeat"),
+    ],
+    ids=["kafka-3.6", "kafka-3.9"],
+)
 def test_a_broker_without_consumer_group_heartbeat_v1_has_no_consumer_protocol(fake_broker, heartbeat, words):
     bootstrap, _, answer = fake_broker
     answer["apis"] = {18: (0, 4)} | ({68: heartbeat} if heartbeat else {})
@@ -97,8 +101,9 @@ def test_group_timing_on_a_3x_broker_says_it_has_no_consumer_group_protocol(monk
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError
 
-    monkeypatch.setattr(group_config, "_admin",
-                        lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown resource type 32"))
+    monkeypatch.setattr(
+        group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown resource type 32")
+    )
     with pytest.raises(group_config.NoConsumerGroupProtocol) as caught:
         group_config.set_consumer_group_timing("127.0.0.1:9092", "g", session_ms=3000, heartbeat_ms=300)
     message = str(caught.value)
@@ -109,11 +114,14 @@ def test_group_timing_on_a_3x_broker_says_it_has_no_consumer_group_protocol(monk
     assert isinstance(caught.value, group_config.GroupTimingRefused) and not caught.value.out_of_bounds
 
 
-@pytest.mark.parametrize(("code", "reason"), [
-    ("INVALID_REQUEST", "Unknown type"),
-    ("GROUP_AUTHORIZATION_FAILED", "Group authorization failed."),
-    ("INVALID_CONFIG", "consumer.session.timeout.ms must be greater than or equal to ..."),
-])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("INVALID_REQUEST", "Unknown type"),
+        ("GROUP_AUTHORIZATION_FAILED", "Group authorization failed."),
+        ("INVALID_CONFIG", "consumer.session.timeout.ms must be greater than or equal to ..."),
+    ],
+)
 def test_other_refusals_are_not_taken_for_a_missing_protocol(monkeypatch, code, reason):
     pytest.importorskip("confluent_kafka")
     from confluent_kafka import KafkaError

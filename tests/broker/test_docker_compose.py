@@ -44,8 +44,12 @@ def brokers() -> dict[int, dict[str, str]]:
 def _kassign_nodes() -> dict[int, dict[str, str]]:
     """What kassign writes for --brokers 3 --racks r1,r2,r3 (one controller), ports aside."""
     voters = "1@127.0.0.1:19093"
-    return {n: _node_properties(n, 9090 + n, voters, Path("/data"), RACKS[n - 1],
-                                controller_port=19093 if n == 1 else None, settings={}) for n in (1, 2, 3)}
+    return {
+        n: _node_properties(
+            n, 9090 + n, voters, Path("/data"), RACKS[n - 1], controller_port=19093 if n == 1 else None, settings={}
+        )
+        for n in (1, 2, 3)
+    }
 
 
 def _listeners(value: str) -> dict[str, str]:

@@ -28,8 +28,13 @@ pytestmark = [pytest.mark.kafka_versions, pytest.mark.timeout(300)]
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kassign.cli", *args], capture_output=True, text=True,
-                          timeout=240, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "kassign.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, **env},
+    )
 
 
 async def _produce_and_consume(bootstrap: str, topic: str, count: int = 10) -> int:
@@ -45,8 +50,13 @@ async def _produce_and_consume(bootstrap: str, topic: str, count: int = 10) -> i
         await producer.flush()
     finally:
         await producer.stop()
-    consumer = CooperativeConsumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{uuid.uuid4().hex[:8]}",
-                                   auto_offset_reset="earliest", group_protocol="classic")
+    consumer = CooperativeConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"g-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        group_protocol="classic",
+    )
     await consumer.start()
     seen = 0
     try:
@@ -82,9 +92,11 @@ def test_each_tested_kafka_version_starts_and_serves_a_group(version, tmp_path):
     finally:
         stopped = _cli("broker", "stop", env=env)
     assert stopped.returncode == 0, stopped.stderr
-    print(f"\nKafka {version}: started in {startup:.1f} s (supervisor), consumer group protocol "
-          f"{'yes' if missing is None else 'no'}, 10/10 records consumed by a classic CooperativeConsumer; "
-          f"{time.monotonic() - began:.1f} s in all")
+    print(
+        f"\nKafka {version}: started in {startup:.1f} s (supervisor), consumer group protocol "
+        f"{'yes' if missing is None else 'no'}, 10/10 records consumed by a classic CooperativeConsumer; "
+        f"{time.monotonic() - began:.1f} s in all"
+    )
 
 
 def test_a_version_before_kraft_or_malformed_is_one_line(tmp_path):

@@ -26,8 +26,14 @@ from kassign.broker.supervisor import Supervisor
 
 @pytest.fixture
 def supervisor(tmp_path):
-    nodes = [{"node_id": n, "argv": [sys.executable, "-c", "import time; time.sleep(120)"],
-              "log": str(tmp_path / f"node-{n}.log")} for n in (1, 2, 3)]
+    nodes = [
+        {
+            "node_id": n,
+            "argv": [sys.executable, "-c", "import time; time.sleep(120)"],
+            "log": str(tmp_path / f"node-{n}.log"),
+        }
+        for n in (1, 2, 3)
+    ]
     sup = Supervisor({"workdir": str(tmp_path), "nodes": nodes, "stop_grace": 1.0, "keep_workdir": True})
     sup.procs = [sup._spawn(n["argv"], n["log"]) for n in nodes]
     yield sup
@@ -96,8 +102,9 @@ def test_replicated_settings_tolerate_one_node_down():
 
 def test_every_controller_node_lists_all_voters_and_settings_override_the_test_defaults(tmp_path):
     voters = "1@127.0.0.1:1001,2@127.0.0.1:1002,3@127.0.0.1:1003"
-    controller = _node_properties(2, 9002, voters, tmp_path, None, controller_port=1002,
-                                  settings=replicated_settings(3))
+    controller = _node_properties(
+        2, 9002, voters, tmp_path, None, controller_port=1002, settings=replicated_settings(3)
+    )
     assert controller["process.roles"] == "broker,controller"
     assert controller["listeners"] == "PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:1002"
     assert controller["controller.quorum.voters"] == voters
@@ -135,14 +142,30 @@ class _FakeMetadata:
 
 def test_node_control_kills_and_restarts_through_a_running_supervisor(tmp_path):
     fake = _FakeMetadata(brokers=2)
-    nodes = [{"node_id": n, "argv": [sys.executable, "-c", "import time; time.sleep(120)"],
-              "log": str(tmp_path / f"node-{n}.log")} for n in (1, 2)]
-    plan = {"workdir": str(tmp_path), "bootstrap": f"127.0.0.1:{fake.port}", "min_brokers": 2,
-            "startup_timeout": 20, "stop_grace": 1.0, "nodes": nodes}
+    nodes = [
+        {
+            "node_id": n,
+            "argv": [sys.executable, "-c", "import time; time.sleep(120)"],
+            "log": str(tmp_path / f"node-{n}.log"),
+        }
+        for n in (1, 2)
+    ]
+    plan = {
+        "workdir": str(tmp_path),
+        "bootstrap": f"127.0.0.1:{fake.port}",
+        "min_brokers": 2,
+        "startup_timeout": 20,
+        "stop_grace": 1.0,
+        "nodes": nodes,
+    }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan))
-    proc = subprocess.Popen([sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kassign.broker.supervisor", str(plan_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         report = json.loads(proc.stdout.readline())
         assert report["ready"], report

@@ -54,8 +54,17 @@ def test_a_sasl_ssl_plan_has_scram_users_the_authorizer_and_mutual_tls_inside(tm
     assert "SCRAM-SHA-256=[name=alice,password=alice-pw]" in scram and len(scram) == 4  # 2 users x 2 mechanisms
     for path in (props["ssl.keystore.location"], props["ssl.truststore.location"], *plan.probe_tls.values()):
         assert (tmp_path / "tls").joinpath(path).exists()
-    node = _node_properties(1, 9092, "1@127.0.0.1:9093", tmp_path, None, controller_port=9093, settings={},
-                            internal_port=9094, security=plan)
+    node = _node_properties(
+        1,
+        9092,
+        "1@127.0.0.1:9093",
+        tmp_path,
+        None,
+        controller_port=9093,
+        settings={},
+        internal_port=9094,
+        security=plan,
+    )
     assert node["listeners"] == "CLIENT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093"
     assert node["advertised.listeners"] == "CLIENT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094"
     assert node["listener.security.protocol.map"] == "CONTROLLER:SSL,INTERNAL:SSL,CLIENT:SASL_SSL"
@@ -84,12 +93,19 @@ def test_client_settings_for_aiokafka_librdkafka_and_the_printed_lines(tmp_path)
     client = ClientSecurity.from_json(plan.client.to_json())
     assert client == plan.client
     settings = client.aiokafka_settings("alice")
-    assert settings == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512",
-                        "sasl_plain_username": "alice", "sasl_plain_password": "pw"}
+    assert settings == {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "pw",
+    }
     assert client.aiokafka_settings("alice", password="wrong")["sasl_plain_password"] == "wrong"
-    assert client.librdkafka_settings("alice") == {"security.protocol": "SASL_PLAINTEXT",
-                                                   "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "alice",
-                                                   "sasl.password": "pw"}
+    assert client.librdkafka_settings("alice") == {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "alice",
+        "sasl.password": "pw",
+    }
     assert eval("dict(" + " ".join(client.aiokafka_lines("alice")) + ")") == settings  # noqa: S307
     with pytest.raises(KeyError, match="'carol'"):
         client.aiokafka_settings("carol")
@@ -98,17 +114,26 @@ def test_client_settings_for_aiokafka_librdkafka_and_the_printed_lines(tmp_path)
 def _cli(*args: str, tmp_path) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "kassign.cli", "broker", "start", *args], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "KASSIGN_RUN_DIR": str(tmp_path)})
+    return subprocess.run(
+        [sys.executable, "-m", "kassign.cli", "broker", "start", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KASSIGN_RUN_DIR": str(tmp_path)},
+    )
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (("--security", "kerberos"), "kerberos"),
-    (("--user", ":pw", "--security", "ssl"), "':pw'"),
-    (("--user", "alice"), "--user alice needs a --security mode"),
-    (("--tansu", "--security", "ssl"), "--security ssl"),
-    (("--version", "3.2.3"), "3.2.3"),
-], ids=["unknown-mode", "nameless-user", "user-without-security", "tansu-secured", "pre-kraft-version"])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--security", "kerberos"), "kerberos"),
+        (("--user", ":pw", "--security", "ssl"), "':pw'"),
+        (("--user", "alice"), "--user alice needs a --security mode"),
+        (("--tansu", "--security", "ssl"), "--security ssl"),
+        (("--version", "3.2.3"), "3.2.3"),
+    ],
+    ids=["unknown-mode", "nameless-user", "user-without-security", "tansu-secured", "pre-kraft-version"],
+)
 def test_bad_security_options_are_one_line(args, needle, tmp_path):
     res = _cli(*args, tmp_path=tmp_path)
     assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr

@@ -24,6 +24,7 @@ class Run:
 @pytest.fixture
 def kassign(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
     """``kassign("assign", "x.json")`` -> Run(code, stdout, stderr); SystemExit becomes the code."""
+
     def run(*argv: str) -> Run:
         capsys.readouterr()
         try:
@@ -32,4 +33,5 @@ def kassign(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
             code = exc.code if isinstance(exc.code, int) else 1
         captured = capsys.readouterr()
         return Run(code, captured.out, captured.err)
+
     return run

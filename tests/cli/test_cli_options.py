@@ -29,10 +29,18 @@ def kassign_run(kassign):
     return kassign
 
 
-@pytest.mark.parametrize("argv", [
-    ["-q", "assign", "{s}"], ["assign", "{s}", "-q"], ["assign", "-v", "{s}"], ["--verbose", "assign", "{s}"],
-    ["assign", "{s}", "--log-level", "debug"], ["--log-level=WARNING", "assign", "{s}"], ["assign", "--quiet", "{s}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-q", "assign", "{s}"],
+        ["assign", "{s}", "-q"],
+        ["assign", "-v", "{s}"],
+        ["--verbose", "assign", "{s}"],
+        ["assign", "{s}", "--log-level", "debug"],
+        ["--log-level=WARNING", "assign", "{s}"],
+        ["assign", "--quiet", "{s}"],
+    ],
+)
 def test_global_options_anywhere(kassign_run, argv):
     run = kassign_run(*(a.format(s=SCENARIOS / "join.json") for a in argv))
     assert run.code == 0, run.err
@@ -42,7 +50,8 @@ def test_global_options_anywhere(kassign_run, argv):
 def test_bad_log_level_is_one_line(kassign_run):
     run = kassign_run("--log-level", "LOUD", "assign", "x")
     assert run.code == 2 and run.err_lines == [
-        "kassign: unknown log level 'LOUD'; expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL (see kassign --help)"]
+        "kassign: unknown log level 'LOUD'; expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL (see kassign --help)"
+    ]
 
 
 def test_broker_start_keeps_its_own_version_option():
@@ -69,8 +78,10 @@ def _log_lines(opts: GlobalOptions, capsys: pytest.CaptureFixture[str]) -> list[
 
 
 def test_default_logging_is_plain_and_keeps_other_libraries_out(capsys):
-    assert _log_lines(GlobalOptions(), capsys) == ["kassign: resolving kafka from Maven Central",
-                                                   "kassign: warning: scenario did not settle"]
+    assert _log_lines(GlobalOptions(), capsys) == [
+        "kassign: resolving kafka from Maven Central",
+        "kassign: warning: scenario did not settle",
+    ]
 
 
 def test_quiet_logging_keeps_errors_only(capsys):
@@ -120,7 +131,8 @@ def test_simulate_prints_progress_and_the_result_and_each_round_at_verbose(kassi
     run = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12")
     assert run.code == 0, run.err
     assert run.err_lines == [
-        "kassign: simulating rolling_restart: 6 members, 12 partitions on kafka (-v for every round)"]
+        "kassign: simulating rolling_restart: 6 members, 12 partitions on kafka (-v for every round)"
+    ]
     assert run.out.startswith("rolling_restart: 6 members, 12 partitions") and "phase" in run.out
     verbose = kassign_run("simulate", "--scenario", "rolling_restart", "--members", "6", "--partitions", "12", "-v")
     assert verbose.code == 0 and verbose.out == run.out
@@ -130,8 +142,9 @@ def test_simulate_prints_progress_and_the_result_and_each_round_at_verbose(kassi
 
 def _help_texts(kassign_run) -> dict[str, str]:
     texts = {"kassign": kassign_run("--help").out}
-    calls = ([[name] for name in COMMANDS] + [["broker", a] for a in ("start", "stop", "status")]
-             + [["replicas", "plan"]])
+    calls = (
+        [[name] for name in COMMANDS] + [["broker", a] for a in ("start", "stop", "status")] + [["replicas", "plan"]]
+    )
     for argv in calls:
         run = kassign_run(*argv, "--help")
         assert run.code == 0 and run.out.startswith("usage: kassign"), (argv, run.err)
@@ -151,8 +164,11 @@ def test_help_lists_the_global_options(kassign_run):
 
 
 def test_assign_takes_several_scenarios(kassign_run):
-    paths = [str(SCENARIOS / "join.json"), str(SCENARIOS / "leave.json")] if (SCENARIOS / "leave.json").exists() \
+    paths = (
+        [str(SCENARIOS / "join.json"), str(SCENARIOS / "leave.json")]
+        if (SCENARIOS / "leave.json").exists()
         else [str(p) for p in sorted(SCENARIOS.glob("*.json"))[:2]]
+    )
     run = kassign_run("assign", *paths, "--json")
     assert run.code == 0, run.err
     assert [r["scenario"] for r in json.loads(run.out)] == paths

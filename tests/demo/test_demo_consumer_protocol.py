@@ -53,7 +53,10 @@ def test_quick_demo_on_the_consumer_protocol(tmp_path, monkeypatch, capsys):
 
     # The broker itself describes the KIP-848 run's group as a consumer group, the others as classic.
     assert {label: run["broker_group_type"] for label, run in summary.items()} == {
-        "classic-eager": "classic", "classic-fast-follow-up": "classic", KIP848: "consumer"}
+        "classic-eager": "classic",
+        "classic-fast-follow-up": "classic",
+        KIP848: "consumer",
+    }
     assert summary[KIP848]["group_protocol"] == "consumer"
     assert "kassign KIP-848 (consumer, uniform)" in printed and "partition-s unowned" in printed
 
@@ -80,8 +83,22 @@ def test_quick_demo_on_the_consumer_protocol(tmp_path, monkeypatch, capsys):
 @pytest.mark.realkafka
 def test_a_cluster_refusing_the_groups_timing_stops_the_demo_in_one_line(bootstrap_servers, tmp_path, capsys):
     # Below the local broker's bounds (1000 ms session, 100 ms heartbeat), as Kafka's defaults refuse 6 s.
-    code = main(["--quick", "--protocol", "consumer", "--bootstrap", bootstrap_servers, "--session-ms", "900",
-                 "--heartbeat-ms", "90", "--no-plot", "--out", str(tmp_path)])
+    code = main(
+        [
+            "--quick",
+            "--protocol",
+            "consumer",
+            "--bootstrap",
+            bootstrap_servers,
+            "--session-ms",
+            "900",
+            "--heartbeat-ms",
+            "90",
+            "--no-plot",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1 and len(lines) == 1 and "Traceback" not in err, err

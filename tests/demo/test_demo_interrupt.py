@@ -32,8 +32,10 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 # A process started with SIGINT ignored (a background job of a non-interactive shell, as CI may
 # run pytest) passes that on: the demo stands for an interactive program, so it restores Python's
 # handler first.
-DEMO = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "from kassign.cli import main; sys.exit(main())")
+DEMO = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from kassign.cli import main; sys.exit(main())"
+)
 MARKER = "scale out"  # a progress line of the first run's first rebalance step
 
 
@@ -67,8 +69,14 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_partial_results(tmp_path):
     out = tmp_path / "demo-out"
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}  # the demo starts its broker
     before = _broker_workdirs()
-    demo = subprocess.Popen([sys.executable, "-c", DEMO, "demo", "--quick", "--out", str(out)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    demo = subprocess.Popen(
+        [sys.executable, "-c", DEMO, "demo", "--quick", "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_lines, args=(demo.stdout, lines), daemon=True).start()
     stdout: list[str] = []
@@ -89,8 +97,10 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_partial_results(tmp_path):
     assert code == 130, stderr
     assert "Traceback" not in stderr, stderr
     ours = [line for line in stderr.splitlines() if line.startswith("kassign demo:")]
-    assert ours == [f"kassign demo: interrupted during the eager run's step 'scale out 2\u21924'; partial results "
-                    f"of what ran so far in {out} (summary.json, *.jsonl, timeline.png)"], stderr
+    assert ours == [
+        f"kassign demo: interrupted during the eager run's step 'scale out 2\u21924'; partial results "
+        f"of what ran so far in {out} (summary.json, *.jsonl, timeline.png)"
+    ], stderr
 
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary) == ["eager"]

@@ -67,7 +67,11 @@ def test_revocation_commit_waits_for_the_commit_in_flight():
         consumer.release.set()
         await revoking
         first = {TP("t", 0): 5, TP("t", 1): 7}
-        assert consumer.log == [("sent", first), ("answered", first), ("sent", {TP("t", 1): 8}),
-                                ("answered", {TP("t", 1): 8})]
+        assert consumer.log == [
+            ("sent", first),
+            ("answered", first),
+            ("sent", {TP("t", 1): 8}),
+            ("answered", {TP("t", 1): 8}),
+        ]
 
     asyncio.run(scenario())

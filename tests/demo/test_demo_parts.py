@@ -19,11 +19,14 @@ def _tp(p: int) -> TopicPartition:
     return TopicPartition("t", p)
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"base": 3, "peak": 3}, "base < peak"),
-    ({"restarts": 4}, "restarts"),
-    ({"partitions": 4}, "partitions"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"base": 3, "peak": 3}, "base < peak"),
+        ({"restarts": 4}, "restarts"),
+        ({"partitions": 4}, "partitions"),
+    ],
+)
 def test_plan_rejects_bad_shapes(kwargs, word):
     with pytest.raises(ValueError, match=word):
         DemoPlan(**kwargs)
@@ -50,8 +53,18 @@ def _run() -> RunResult:
         Event("m1", 14.0, "progress", extra={"pos": {}}),
     ]
     marks = {"start 1 members": 0.0, "scale out 1\u21922": 10.0}
-    return RunResult("cooperative", "cooperative-sticky", "g", "t", events, marks, _phases(marks, 14.0),
-                     produced=100, lost=0, duplicates=2)
+    return RunResult(
+        "cooperative",
+        "cooperative-sticky",
+        "g",
+        "t",
+        events,
+        marks,
+        _phases(marks, 14.0),
+        produced=100,
+        lost=0,
+        duplicates=2,
+    )
 
 
 def test_summary_rows_and_table():
@@ -71,14 +84,18 @@ def test_summary_rows_and_table():
 
 def test_table_shows_the_runs_side_by_side_per_step():
     eager = dataclasses.replace(_run(), label="eager", title="eager (aiokafka default)", duplicates=7)
-    fast = dataclasses.replace(_run(), label="fast-follow-up", title="cooperative + fast follow-up",
-                               unsettled=["scale out 1\u21922"])
+    fast = dataclasses.replace(
+        _run(), label="fast-follow-up", title="cooperative + fast follow-up", unsettled=["scale out 1\u21922"]
+    )
     lines = format_table([eager, _run(), fast]).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("scale out"))
-    block = lines[start:start + 3]
+    block = lines[start : start + 3]
     # one row per run under the step, in run order, each with that run's numbers
     assert [row[17:].split("  ")[0] for row in block] == [
-        "eager (aiokafka default)", "cooperative-sticky", "cooperative + fast follow-up"]
+        "eager (aiokafka default)",
+        "cooperative-sticky",
+        "cooperative + fast follow-up",
+    ]
     assert all(row.split()[-4:] == ["0.5", "1", "2", "1.5"] for row in block)
     assert lines[start + 3].startswith("total")
     text = "\n".join(lines)
@@ -95,7 +112,7 @@ def test_only_accepts_every_mode():
 def test_an_interrupted_run_says_so_and_measures_no_loss():
     cut = dataclasses.replace(_run(), lost=None, interrupted=True, interrupted_during="scale out 1\u21922")
     text = format_table([cut])
-    assert ("INTERRUPTED during scale out 1\u21922: 100 produced, 2 processed twice, lost not measured" in text)
+    assert "INTERRUPTED during scale out 1\u21922: 100 produced, 2 processed twice, lost not measured" in text
     assert " lost," not in text
     data = summary_json([cut])["cooperative"]
     assert data["interrupted"] is True and data["interrupted_during"] == "scale out 1\u21922"

@@ -29,9 +29,12 @@ def _run() -> RunResult:
     """A one-member run scaled out to two (hand-written)."""
     tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
     events = [
-        Event("m1", 1.0, "sync", extra={"gen": 1}), Event("m1", 1.0, "cb_assigned", [tp0, tp1]),
-        Event("m1", 11.0, "sync", extra={"gen": 2}), Event("m1", 11.0, "cb_revoked", [tp1]),
-        Event("m2", 11.5, "sync", extra={"gen": 2}), Event("m2", 11.5, "cb_assigned", [tp1]),
+        Event("m1", 1.0, "sync", extra={"gen": 1}),
+        Event("m1", 1.0, "cb_assigned", [tp0, tp1]),
+        Event("m1", 11.0, "sync", extra={"gen": 2}),
+        Event("m1", 11.0, "cb_revoked", [tp1]),
+        Event("m2", 11.5, "sync", extra={"gen": 2}),
+        Event("m2", 11.5, "cb_assigned", [tp1]),
     ]
     marks = {"start 1 members": 0.0, "scale out 1\u21922": 10.0}
     return RunResult("cooperative", "cooperative-sticky", "g", "t", events, marks, _phases(marks, 14.0), produced=100)
@@ -40,8 +43,10 @@ def _run() -> RunResult:
 @pytest.fixture
 def no_broker(monkeypatch):
     """Fail the test if anything tries to start a broker."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("a broker was started")
+
     monkeypatch.setattr(kassign.broker, "open_broker", refuse)
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     monkeypatch.delenv("KASSIGN_BROKER", raising=False)
@@ -113,8 +118,9 @@ def test_consumer_protocol_without_confluent_kafka_says_what_to_install(capsys, 
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "confluent_kafka" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "confluent_kafka" else real(name, *a)
+    )
     assert cli.main(["--protocol", "consumer", "--out", str(tmp_path)]) == EXIT_INPUT
     assert "pip install 'kassign[demo,confluent]'" in _one_line_error(capsys)
 
@@ -139,8 +145,13 @@ def test_the_kip848_member_leaves_the_timing_to_the_group():
     factory = run_specs("consumer", "consumer-uniform")[0].consumer_factory()
 
     async def build():
-        consumer = factory(bootstrap_servers="127.0.0.1:1", group_id="g", session_timeout_ms=1500,
-                           heartbeat_interval_ms=250, enable_auto_commit=False)
+        consumer = factory(
+            bootstrap_servers="127.0.0.1:1",
+            group_id="g",
+            session_timeout_ms=1500,
+            heartbeat_interval_ms=250,
+            enable_auto_commit=False,
+        )
         return consumer
 
     consumer = asyncio.run(build())
@@ -158,8 +169,9 @@ def test_a_refused_group_config_names_the_values(monkeypatch):
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert caught.value.out_of_bounds and caught.value.reason == reason
     assert "consumer.session.timeout.ms=1500" in str(caught.value)
-    monkeypatch.setattr(group_config, "_admin",
-                        lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown type"))
+    monkeypatch.setattr(
+        group_config, "_admin", lambda bootstrap: refusing_admin(KafkaError.INVALID_REQUEST, "Unknown type")
+    )
     with pytest.raises(group_config.GroupTimingRefused) as caught:
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=1500, heartbeat_ms=250)
     assert not caught.value.out_of_bounds
@@ -167,15 +179,29 @@ def test_a_refused_group_config_names_the_values(monkeypatch):
         group_config.set_consumer_group_timing("b:9092", "g", session_ms=250, heartbeat_ms=250)
 
 
-@pytest.mark.parametrize("bounds, words", [
-    (True, ["group.consumer.min.session.timeout.ms", "group.consumer.min.heartbeat.interval.ms",
-            "--session-ms 45000 --heartbeat-ms 5000"]),
-    (False, ["Apache Kafka 4.0+", "--protocol classic"]),
-])
+@pytest.mark.parametrize(
+    "bounds, words",
+    [
+        (
+            True,
+            [
+                "group.consumer.min.session.timeout.ms",
+                "group.consumer.min.heartbeat.interval.ms",
+                "--session-ms 45000 --heartbeat-ms 5000",
+            ],
+        ),
+        (False, ["Apache Kafka 4.0+", "--protocol classic"]),
+    ],
+)
 def test_the_demo_turns_a_refusal_into_one_line(monkeypatch, bounds, words):
     def refuse(bootstrap, group_id, *, session_ms, heartbeat_ms, timeout):
-        raise group_config.GroupTimingRefused("refused", session_ms=session_ms, heartbeat_ms=heartbeat_ms,
-                                              reason="the broker's reason", out_of_bounds=bounds)
+        raise group_config.GroupTimingRefused(
+            "refused",
+            session_ms=session_ms,
+            heartbeat_ms=heartbeat_ms,
+            reason="the broker's reason",
+            out_of_bounds=bounds,
+        )
 
     monkeypatch.setattr(group_config, "set_consumer_group_timing", refuse)
     with pytest.raises(CLIError) as caught:
@@ -192,8 +218,9 @@ def test_the_refusal_comes_before_the_first_run(capsys, monkeypatch, no_broker, 
 
     def refuse(bootstrap, group_id, *, session_ms, heartbeat_ms, timeout):
         calls.append((group_id, session_ms, heartbeat_ms))
-        raise group_config.GroupTimingRefused("refused", session_ms=session_ms, heartbeat_ms=heartbeat_ms,
-                                              reason="too low", out_of_bounds=True)
+        raise group_config.GroupTimingRefused(
+            "refused", session_ms=session_ms, heartbeat_ms=heartbeat_ms, reason="too low", out_of_bounds=True
+        )
 
     async def no_run(*args, **kwargs):
         raise AssertionError("a run started")
@@ -233,8 +260,13 @@ def test_other_kip848_failures_name_the_member_and_error():
 
 def test_the_summary_carries_the_protocol_and_the_brokers_group_type():
     classic = dataclasses.replace(_run(), label="classic-eager", title="eager", broker_group_type="classic")
-    kip848 = dataclasses.replace(_run(), label="consumer-uniform", title="kassign KIP-848",
-                                 group_protocol="consumer", broker_group_type="consumer")
+    kip848 = dataclasses.replace(
+        _run(),
+        label="consumer-uniform",
+        title="kassign KIP-848",
+        group_protocol="consumer",
+        broker_group_type="consumer",
+    )
     data = summary_json([classic, kip848])
     assert data["consumer-uniform"]["group_protocol"] == "consumer"
     assert data["consumer-uniform"]["broker_group_type"] == "consumer"

@@ -45,8 +45,9 @@ def test_terminal_frame_shows_members_and_unowned_partitions():
 def test_progress_lines_only_when_something_changes():
     group = _group()
     out = io.StringIO()
-    view = LiveView("coop", group, KeyedStream("127.0.0.1:1", "t", group.ledger, rate=10), out, tty=False,
-                    line_every=3600)
+    view = LiveView(
+        "coop", group, KeyedStream("127.0.0.1:1", "t", group.ledger, rate=10), out, tty=False, line_every=3600
+    )
     view.draw()
     view.draw()
     assert len(out.getvalue().splitlines()) == 1
@@ -60,8 +61,10 @@ def test_the_last_frames_say_the_members_are_leaving_not_that_partitions_lack_an
     group = _group()  # partition 3 has no owner, as while members close
     out = io.StringIO()
     view = LiveView("coop", group, KeyedStream("127.0.0.1:1", "t", group.ledger, rate=10), out, tty=True)
-    for step, expected in (("closing members", "closing: the members leave the group"),
-                           ("done", "done: every member has left")):
+    for step, expected in (
+        ("closing members", "closing: the members leave the group"),
+        ("done", "done: every member has left"),
+    ):
         view.step = step
         view.draw()
         frame = out.getvalue().rsplit("\x1b[H", 1)[-1]

@@ -49,8 +49,10 @@ def test_rebalance_times_without_sync_counts_assign_bursts():
 
 def test_render_two_panels(tmp_path):
     out = tmp_path / "timeline.png"
-    panels = [TimelinePanel(_eager_scale_out(), "eager", {"scale out": 12.0}),
-              TimelinePanel(_eager_scale_out(), "again")]
+    panels = [
+        TimelinePanel(_eager_scale_out(), "eager", {"scale out": 12.0}),
+        TimelinePanel(_eager_scale_out(), "again"),
+    ]
     assert render_timelines(panels, out) == str(out)
     width, height = _png_size(out)
     assert width > 800 and height > 300
@@ -77,8 +79,12 @@ def test_mark_labels_never_overlap_the_panel_titles():
     from kassign.timeline.plot import build_figure
 
     marks = {"start 3 members": 10.0, "scale out 3\u21926": 10.5, "restart m1": 14.0}
-    fig = build_figure([TimelinePanel(_eager_scale_out(), "cooperative-sticky (plain KIP-429)", marks),
-                        TimelinePanel(_eager_scale_out(), "kassign default (+ fast follow-up)", marks)])
+    fig = build_figure(
+        [
+            TimelinePanel(_eager_scale_out(), "cooperative-sticky (plain KIP-429)", marks),
+            TimelinePanel(_eager_scale_out(), "kassign default (+ fast follow-up)", marks),
+        ]
+    )
     try:
         renderer = fig.canvas.get_renderer()
         for ax in fig.axes:

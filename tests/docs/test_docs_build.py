@@ -43,8 +43,18 @@ PUBLIC_MODULES = (
 #: Packages with an ``__all__`` that are not public API (implementation, or a command's entry point).
 INTERNAL_PACKAGES = ("kassign.assignors.sticky", "kassign.demo")
 #: The site's pages (docs/*.md), each in the table of contents.
-PAGES = ("getting-started", "guide", "assignors", "simulator", "telemetry", "brokers", "benchmarks", "java",
-         "limits", "api")
+PAGES = (
+    "getting-started",
+    "guide",
+    "assignors",
+    "simulator",
+    "telemetry",
+    "brokers",
+    "benchmarks",
+    "java",
+    "limits",
+    "api",
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +62,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("docs") / "html"
     res = subprocess.run(
         [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", str(ROOT / "docs"), str(out)],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert res.returncode == 0, f"the docs build failed or warned:\n{res.stderr[-5000:]}"
     assert "failed to import" not in res.stderr.lower(), res.stderr
@@ -83,8 +95,11 @@ def test_every_page_is_built_and_in_the_table_of_contents(site: Path) -> None:
 
 def test_the_public_modules_are_listed() -> None:
     """A new package with an ``__all__`` is either public (documented) or named internal here."""
-    packages = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "kassign").rglob("__init__.py")
-                if "__all__" in p.read_text(encoding="utf-8")}
+    packages = {
+        ".".join(p.relative_to(ROOT).parent.parts)
+        for p in (ROOT / "kassign").rglob("__init__.py")
+        if "__all__" in p.read_text(encoding="utf-8")
+    }
     unlisted = packages - set(PUBLIC_MODULES) - set(INTERNAL_PACKAGES)
     assert not unlisted, f"packages with an __all__ neither public nor internal: {sorted(unlisted)}"
 

@@ -30,12 +30,31 @@ MODES = {
     "librdkafka KIP-848": "librdkafka-consumer",
 }
 #: Row heading in the docs -> the benchmark's scenario name.
-SCENARIOS = {"scale-out 3 → 6": "scale-out", "scale-in 6 → 3": "scale-in", "crash 1 of 6": "crash",
-             "rolling restart of 6": "rolling-restart"}
-CLASSIC = ("profile", "scenario", "aiokafka eager", "plain KIP-429", "kassign default", "+ static", "Java",
-           "librdkafka")
-KIP848 = ("profile", "scenario", "aiokafka eager", "kassign classic default", "kassign KIP-848", "Java 4.4 KIP-848",
-          "librdkafka KIP-848")
+SCENARIOS = {
+    "scale-out 3 → 6": "scale-out",
+    "scale-in 6 → 3": "scale-in",
+    "crash 1 of 6": "crash",
+    "rolling restart of 6": "rolling-restart",
+}
+CLASSIC = (
+    "profile",
+    "scenario",
+    "aiokafka eager",
+    "plain KIP-429",
+    "kassign default",
+    "+ static",
+    "Java",
+    "librdkafka",
+)
+KIP848 = (
+    "profile",
+    "scenario",
+    "aiokafka eager",
+    "kassign classic default",
+    "kassign KIP-848",
+    "Java 4.4 KIP-848",
+    "librdkafka KIP-848",
+)
 #: (file, results file, the table's heading row)
 TABLES = [
     ("README.md", "rebalance-2026-11-25-kafka44.json", CLASSIC),

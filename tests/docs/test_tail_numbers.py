@@ -15,8 +15,9 @@ MODES = {"aiokafka eager": "eager", "eager": "eager", "kassign default": "cooper
 
 
 def _spreads(run: str) -> dict:
-    data = json.loads((ROOT / "benchmarks" / "results" / f"rebalance-2026-11-27-kafka44-scale-out-tail-{run}.json")
-                      .read_text())
+    data = json.loads(
+        (ROOT / "benchmarks" / "results" / f"rebalance-2026-11-27-kafka44-scale-out-tail-{run}.json").read_text()
+    )
     cells: dict = {}
     for raw in data["runs"]:
         result = RunResult(**raw)
@@ -45,8 +46,9 @@ def test_the_distribution_table_is_the_recordings():
 
 def test_the_ratio_table_is_the_recordings():
     spreads = {run: _spreads(run) for run in ("before", "after")}
-    rows = _tables(("run", "profile", "aiokafka eager mean", "p90", "kassign default mean", "p90",
-                    "default/eager mean", "p90"))
+    rows = _tables(
+        ("run", "profile", "aiokafka eager mean", "p90", "kassign default mean", "p90", "default/eager mean", "p90")
+    )
     assert len(rows) == 4
     for run, profile, eager_mean, eager_p90, mean, p90, ratio_mean, ratio_p90 in rows:
         eager, fast = spreads[run][(profile, "eager")], spreads[run][(profile, "cooperative+fast-follow-up")]

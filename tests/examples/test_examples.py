@@ -25,8 +25,13 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(60)]
 
 def _start(name: str, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, str(EXAMPLES / name), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLES / name), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _result(proc: subprocess.Popen, timeout: float) -> dict:
@@ -65,8 +70,9 @@ def test_mixed_group(bootstrap_servers):
 
 @pytest.mark.realkafka
 def test_eager_to_cooperative_upgrade(bootstrap_servers):
-    res = _result(_start("eager_to_cooperative_upgrade.py", "--bootstrap", bootstrap_servers, "--seconds", "150",
-                         *FAST), 170)
+    res = _result(
+        _start("eager_to_cooperative_upgrade.py", "--bootstrap", bootstrap_servers, "--seconds", "150", *FAST), 170
+    )
     final = res["stages"]["second bounce"]
     assert {m["protocol"] for m in final.values()} == {"COOPERATIVE"}, final
     assert {m["protocol"] for m in res["stages"]["first bounce"].values()} == {"EAGER"}
@@ -75,8 +81,19 @@ def test_eager_to_cooperative_upgrade(bootstrap_servers):
 
 
 def test_delayed_rolling_restart(bootstrap_servers):
-    res = _result(_start("delayed_rolling_restart.py", "--bootstrap", bootstrap_servers, "--seconds", "35",
-                         "--delay-ms", "8000", *FAST), 50)
+    res = _result(
+        _start(
+            "delayed_rolling_restart.py",
+            "--bootstrap",
+            bootstrap_servers,
+            "--seconds",
+            "35",
+            "--delay-ms",
+            "8000",
+            *FAST,
+        ),
+        50,
+    )
     assert res["records"]["lost"] == 0, res["records"]
     assert len(res["bounces"]) == 3
     quiet = [b for b in res["bounces"] if not b["others_moved"]]

@@ -57,8 +57,17 @@ async def _measure(info: BrokerInfo, protocol: str, seconds: float, partitions: 
     await producer.start()
     group = f"g-reauth-{protocol}-{uuid.uuid4().hex[:6]}"
     timing = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000} if protocol == "classic" else {}
-    members = [CooperativeConsumer(bootstrap_servers=info.bootstrap, group_id=group, group_protocol=protocol,
-                                   auto_offset_reset="earliest", **timing, **settings) for _ in range(2)]
+    members = [
+        CooperativeConsumer(
+            bootstrap_servers=info.bootstrap,
+            group_id=group,
+            group_protocol=protocol,
+            auto_offset_reset="earliest",
+            **timing,
+            **settings,
+        )
+        for _ in range(2)
+    ]
     calls = [ListenerCallsWithLost() for _ in members]
     raised: collections.Counter[str] = collections.Counter()
     consumed = 0
@@ -112,12 +121,18 @@ async def _measure(info: BrokerInfo, protocol: str, seconds: float, partitions: 
     for member in members:
         await member.stop()
     await producer.stop()
-    return {"protocol": protocol, "seconds": round(seconds), "reauth_ms": 10000,
-            "rebalance_callbacks": sum(len(a) for a in after),
-            "callbacks": [[kind, sorted(p.partition for p in parts)] for a in after for kind, parts in a],
-            "getmany_raises": dict(raised), "warning_lines": sum(counter.lines.values()),
-            "warning_kinds": dict(counter.lines.most_common(6)), "unowned_partition_s": round(unowned, 2),
-            "consumed": consumed}
+    return {
+        "protocol": protocol,
+        "seconds": round(seconds),
+        "reauth_ms": 10000,
+        "rebalance_callbacks": sum(len(a) for a in after),
+        "callbacks": [[kind, sorted(p.partition for p in parts)] for a in after for kind, parts in a],
+        "getmany_raises": dict(raised),
+        "warning_lines": sum(counter.lines.values()),
+        "warning_kinds": dict(counter.lines.most_common(6)),
+        "unowned_partition_s": round(unowned, 2),
+        "consumed": consumed,
+    }
 
 
 def main() -> None:
@@ -127,8 +142,11 @@ def main() -> None:
     ap.add_argument("--protocols", default="classic,consumer")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    settings = {"group.consumer.heartbeat.interval.ms": "1000", "group.consumer.session.timeout.ms": "10000",
-                "connections.max.reauth.ms": str(args.reauth_ms)}
+    settings = {
+        "group.consumer.heartbeat.interval.ms": "1000",
+        "group.consumer.session.timeout.ms": "10000",
+        "connections.max.reauth.ms": str(args.reauth_ms),
+    }
     with start_kafka(security="sasl-scram", settings=settings) as info:
         for protocol in args.protocols.split(","):
             result = asyncio.run(_measure(info, protocol, args.seconds))

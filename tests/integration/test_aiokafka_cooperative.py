@@ -74,7 +74,8 @@ def test_scale_out_keeps_kept_partitions_consuming(bootstrap_servers, group_id, 
     for tp, member in kept.items():
         positions = _positions(events, member, tp, scale_out, settled + 1.0)
         assert positions == sorted(positions) and positions[-1] > positions[0], (
-            f"{tp} on {member} did not keep advancing through the rebalance: {positions}")
+            f"{tp} on {member} did not keep advancing through the rebalance: {positions}"
+        )
 
 
 def test_member_crashing_mid_rebalance(bootstrap_servers, group_id, topic_factory):
@@ -128,8 +129,11 @@ def test_mixed_group_converges(bootstrap_servers, group_id, topic_factory, kafka
         group.start_member("confluent", "cooperative-sticky")
         mixed = group.wait_settled(90)
         _start_cooperative(group, 1)
-        group.wait_for(lambda ev: sorted(map(len, group.assignment().values())) == [3, 3, 3, 3], 90,
-                       "4 members with 3 partitions each")
+        group.wait_for(
+            lambda ev: sorted(map(len, group.assignment().values())) == [3, 3, 3, 3],
+            90,
+            "4 members with 3 partitions each",
+        )
         final = group.wait_settled(30)
         producer.stop()
         events = group.wait_all_processed(producer, 30)

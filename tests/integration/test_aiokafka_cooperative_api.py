@@ -105,14 +105,28 @@ class Member:
     """One in-process CooperativeConsumer that processes records in a background task, on
     ``protocol``; ``config`` (classic only for the timing) overrides the short defaults."""
 
-    def __init__(self, name: str, bootstrap: str, group_id: str, ownership: Ownership, *,
-                 topics: Iterable[str] = (), pattern: str | None = None, on_revoke: RevokeHook | None = None,
-                 protocol: str = "classic", **config) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        group_id: str,
+        ownership: Ownership,
+        *,
+        topics: Iterable[str] = (),
+        pattern: str | None = None,
+        on_revoke: RevokeHook | None = None,
+        protocol: str = "classic",
+        **config,
+    ) -> None:
         self.name = name
         self.listener = Recorder(name, ownership, on_revoke)
         timing = consumer_config(bootstrap, group_id, protocol, session_ms=SESSION_MS, heartbeat_ms=HEARTBEAT_MS)
-        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, client_id=name,
-                                            **{"auto_offset_reset": "earliest", **timing, **config})
+        self.consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            client_id=name,
+            **{"auto_offset_reset": "earliest", **timing, **config},
+        )
         self.consumer.subscribe(list(topics), pattern=pattern, listener=self.listener)
         self.records: list[tuple[TP, int]] = []  # in processing order
         self.next_offset: dict[TP, int] = {}
@@ -146,8 +160,9 @@ async def _produce(bootstrap: str, partitions: Iterable[TP], count: int) -> dict
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
     try:
-        pending = {tp: [await producer.send(tp.topic, b"v", partition=tp.partition) for _ in range(count)]
-                   for tp in partitions}
+        pending = {
+            tp: [await producer.send(tp.topic, b"v", partition=tp.partition) for _ in range(count)] for tp in partitions
+        }
         return {tp: [(await f).offset for f in futures] for tp, futures in pending.items()}
     finally:
         await producer.stop()
@@ -194,8 +209,9 @@ async def _stop_all(members: list[Member]) -> None:
         await m.stop()
 
 
-def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootstrap_servers, group_id,
-                                                                          topic_factory, group_protocol):
+def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """A seeks one kept partition back from its revoke listener (mid-rebalance), and once settled the
     other one forward: consumption continues from the sought positions, and through the rebalance
     the position of the kept partition nobody sought is untouched."""
@@ -215,8 +231,9 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootst
             a.consumer.seek(tp, 5)
             sought_back[tp] = len(a.records)
 
-        a = Member("A", bootstrap_servers, group_id, ownership, topics=[topic], on_revoke=seek_back,
-                   protocol=group_protocol)
+        a = Member(
+            "A", bootstrap_servers, group_id, ownership, topics=[topic], on_revoke=seek_back, protocol=group_protocol
+        )
         b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic], protocol=group_protocol)
         try:
             await a.start()
@@ -243,7 +260,8 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootst
     a, b, owned, back, steady, positions, forward_at = asyncio.run(scenario())
     assert not ownership.violations, ownership.violations
     assert [parts for _, parts in a.listener.revoked[:1]] == [frozenset(owned["B"])], (
-        "A's first revocation must be exactly what B ends up with")
+        "A's first revocation must be exactly what B ends up with"
+    )
     assert positions == {back: 20, steady: 20}, f"kept partitions' positions after the rebalance: {positions}"
     # Sought back to 5 from the revoke listener: 5..19 processed again, in order, then the new records.
     assert a.offsets(back, sought_back[back]) == list(range(5, 30))
@@ -256,7 +274,8 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(bootst
 
 
 def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partitions(
-        bootstrap_servers, group_id, topic_factory, group_protocol):
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """Both members subscribe by pattern; a matching topic created later is spread over the group and
     no partition of the first topic changes owner."""
     prefix = f"pat-{uuid.uuid4().hex[:8]}-"
@@ -265,8 +284,18 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
     ownership = Ownership()
 
     async def scenario():
-        members = [Member(name, bootstrap_servers, group_id, ownership, pattern=f"^{re.escape(prefix)}.*",
-                          metadata_max_age_ms=1000, protocol=group_protocol) for name in ("A", "B")]
+        members = [
+            Member(
+                name,
+                bootstrap_servers,
+                group_id,
+                ownership,
+                pattern=f"^{re.escape(prefix)}.*",
+                metadata_max_age_ms=1000,
+                protocol=group_protocol,
+            )
+            for name in ("A", "B")
+        ]
         try:
             await asyncio.gather(*(m.start() for m in members))
             before = await _settled(members, old)
@@ -297,8 +326,9 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
         assert processed == sorted(sent[tp]), f"{tp}: {processed}"
 
 
-def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_servers, group_id, topic_factory,
-                                                                    group_protocol):
+def test_subscribe_change_revokes_only_the_dropped_topics_partitions(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """One member changes its topic list at runtime: it revokes exactly its partitions of the topic it
     dropped, the other member revokes nothing and takes them, and no position moves.
 
@@ -312,8 +342,10 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_s
     ownership = Ownership()
 
     async def scenario():
-        members = [Member(name, bootstrap_servers, group_id, ownership, topics=[x, y], protocol=group_protocol)
-                   for name in ("A", "B")]
+        members = [
+            Member(name, bootstrap_servers, group_id, ownership, topics=[x, y], protocol=group_protocol)
+            for name in ("A", "B")
+        ]
         try:
             await asyncio.gather(*(m.start() for m in members))
             before = await _settled(members, partitions)
@@ -345,8 +377,9 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(bootstrap_s
         assert processed == sorted(sent[tp]), f"{tp} processed {processed}"
 
 
-def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_servers, group_id, topic_factory,
-                                                                 group_protocol):
+def test_manual_commits_in_the_revoke_listener_hand_over_exactly(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """Auto-commit off; the user commits what it processed in ``on_partitions_revoked``. Records flow
     during the scale-out, and every record is processed exactly once: the new owner resumes at the
     offset the old owner committed."""
@@ -366,15 +399,31 @@ def test_manual_commits_in_the_revoke_listener_hand_over_exactly(bootstrap_serve
                 commit_errors.append(repr(exc))
                 return
             committed.update({tp: meta.offset for tp, meta in offsets.items()})
+
         return commit
 
     async def scenario():
         ref_a: list[Member] = []
-        a = Member("A", bootstrap_servers, group_id, ownership, topics=[topic], enable_auto_commit=False,
-                   on_revoke=committing(ref_a), protocol=group_protocol)
+        a = Member(
+            "A",
+            bootstrap_servers,
+            group_id,
+            ownership,
+            topics=[topic],
+            enable_auto_commit=False,
+            on_revoke=committing(ref_a),
+            protocol=group_protocol,
+        )
         ref_a.append(a)
-        b = Member("B", bootstrap_servers, group_id, ownership, topics=[topic], enable_auto_commit=False,
-                   protocol=group_protocol)
+        b = Member(
+            "B",
+            bootstrap_servers,
+            group_id,
+            ownership,
+            topics=[topic],
+            enable_auto_commit=False,
+            protocol=group_protocol,
+        )
         try:
             await a.start()
             await _settled([a], partitions)
@@ -414,8 +463,15 @@ def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, gr
     async def scenario() -> tuple[int, int]:
         ownership = Ownership()
         # m1 notices rebalances late (long heartbeat), m2 early: m2 waits for m1 at the barrier.
-        m1 = Member("m1", bootstrap_servers, group_id, ownership, topics=[topic],
-                    session_timeout_ms=6000, heartbeat_interval_ms=1500)
+        m1 = Member(
+            "m1",
+            bootstrap_servers,
+            group_id,
+            ownership,
+            topics=[topic],
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=1500,
+        )
         m2 = Member("m2", bootstrap_servers, group_id, ownership, topics=[topic], heartbeat_interval_ms=100)
         members = [m1, m2]
         for m in members:
@@ -429,7 +485,8 @@ def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, gr
             starting = asyncio.create_task(joiner.start())  # start() may return only once it has joined
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and not (
-                    c2._join_in_flight and not c1._joining and c1.generation == before):
+                c2._join_in_flight and not c1._joining and c1.generation == before
+            ):
                 await asyncio.sleep(0.002)
             hit = c2._join_in_flight and not c1._joining and c1.generation == before
             if hit:

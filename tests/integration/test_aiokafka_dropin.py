@@ -22,9 +22,15 @@ pytestmark = pytest.mark.timeout(180)
 
 
 async def _consumer(bootstrap, group_id, topic, strategy):
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id,
-                                partition_assignment_strategy=strategy, session_timeout_ms=1500,
-                                heartbeat_interval_ms=250, auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group_id,
+        partition_assignment_strategy=strategy,
+        session_timeout_ms=1500,
+        heartbeat_interval_ms=250,
+        auto_offset_reset="earliest",
+    )
     await consumer.start()
     return consumer
 
@@ -74,8 +80,9 @@ def test_cooperative_sticky_drop_in_runs_eager_in_a_plain_consumer(bootstrap_ser
 
     async def scenario():
         stop = asyncio.Event()
-        consumers = [await _consumer(bootstrap_servers, group_id, topic, (CooperativeStickyAssignor,))
-                     for _ in range(2)]
+        consumers = [
+            await _consumer(bootstrap_servers, group_id, topic, (CooperativeStickyAssignor,)) for _ in range(2)
+        ]
         poller = asyncio.create_task(_keep_polling(consumers, stop))
         try:
             return await wait_consumers_settled(consumers, partitions)

@@ -49,8 +49,9 @@ class Member:
     def __init__(self, bootstrap, group_id, topic, protocol, *, listener=None, commit_failure=None, **config):
         # Cooperative-sticky on the classic protocol (CooperativeConsumer's default), the broker's on consumer.
         timing = consumer_config(bootstrap, group_id, protocol, session_ms=SESSION_MS, heartbeat_ms=HEARTBEAT_MS)
-        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id,
-                                            auto_offset_reset="earliest", **timing, **config)
+        self.consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap, group_id=group_id, auto_offset_reset="earliest", **timing, **config
+        )
         self.consumer.subscribe([topic], listener=listener)
         self.seen: dict[TP, list[int]] = defaultdict(list)
         self.task: asyncio.Task | None = None
@@ -146,12 +147,12 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
     assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
     assert all(lst.calls > 0 for lst in listeners)
     # every member's poll raised its listener's exception, and the member went on
-    assert all(any("listener bug" in e for e in m.listener_errors) for m in members), \
-        [m.listener_errors for m in members]
+    assert all(any("listener bug" in e for e in m.listener_errors) for m in members), [
+        m.listener_errors for m in members
+    ]
 
 
-def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory,
-                                                          group_protocol):
+def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory, group_protocol):
     topic = topic_factory(6)
     failed: list[set] = []
 
@@ -162,10 +163,19 @@ def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, gro
     async def scenario():
         # Auto-commit on, so revoked partitions are committed during revocation; every commit of
         # the first two members fails, as if the coordinator had gone away.
-        first = [Member(bootstrap_servers, group_id, topic, group_protocol, enable_auto_commit=True,
-                        auto_commit_interval_ms=60000, commit_failure=failing_commit) for _ in range(2)]
-        second = [Member(bootstrap_servers, group_id, topic, group_protocol, enable_auto_commit=True)
-                  for _ in range(2)]
+        first = [
+            Member(
+                bootstrap_servers,
+                group_id,
+                topic,
+                group_protocol,
+                enable_auto_commit=True,
+                auto_commit_interval_ms=60000,
+                commit_failure=failing_commit,
+            )
+            for _ in range(2)
+        ]
+        second = [Member(bootstrap_servers, group_id, topic, group_protocol, enable_auto_commit=True) for _ in range(2)]
         owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, first, second, produce_between=20)
         return owned, second
 

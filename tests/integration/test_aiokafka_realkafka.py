@@ -77,10 +77,15 @@ def test_two_rolling_bounces_upgrade_eager_range_to_cooperative(bootstrap_server
 
 
 def _static_consumer(bootstrap_servers, group_id, instance, timing):
-    return CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_instance_id=instance,
-                            partition_assignment_strategy=(CooperativeStickyAssignor,),
-                            session_timeout_ms=timing.session_ms, heartbeat_interval_ms=timing.heartbeat_ms,
-                            auto_offset_reset="earliest")
+    return CooperativeConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=group_id,
+        group_instance_id=instance,
+        partition_assignment_strategy=(CooperativeStickyAssignor,),
+        session_timeout_ms=timing.session_ms,
+        heartbeat_interval_ms=timing.heartbeat_ms,
+        auto_offset_reset="earliest",
+    )
 
 
 def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_factory):
@@ -106,8 +111,9 @@ def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_f
         raised = []
         deadline = time.monotonic() + 8 * timing.heartbeat_ms / 1000
         while time.monotonic() < deadline:
-            results = await asyncio.gather(*(c.getmany(timeout_ms=100) for c in (*consumers, replacement)),
-                                           return_exceptions=True)
+            results = await asyncio.gather(
+                *(c.getmany(timeout_ms=100) for c in (*consumers, replacement)), return_exceptions=True
+            )
             raised += [r for r in results if isinstance(r, BaseException)]
         after = (consumers[0].assignment(), consumers[1].assignment(), replacement.assignment())
         calls_after = list(listeners[0].calls)

@@ -18,11 +18,13 @@ from kassign.telemetry import RebalanceRecorder  # noqa: E402
 pytestmark = pytest.mark.timeout(60)
 
 
-async def _join_and_leave(bootstrap: str, group_id: str, topic: str, recorder: RebalanceRecorder,
-                          protocol: str) -> None:
+async def _join_and_leave(
+    bootstrap: str, group_id: str, topic: str, recorder: RebalanceRecorder, protocol: str
+) -> None:
     config = consumer_config(bootstrap, group_id, protocol, session_ms=1500, heartbeat_ms=250)
-    consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, auto_offset_reset="earliest",
-                                   **config)
+    consumer = CooperativeConsumer(
+        bootstrap_servers=bootstrap, group_id=group_id, auto_offset_reset="earliest", **config
+    )
     recorder.attach(consumer)
     consumer.subscribe([topic])
     await consumer.start()
@@ -35,8 +37,9 @@ async def _join_and_leave(bootstrap: str, group_id: str, topic: str, recorder: R
         await consumer.stop()
 
 
-def test_recorder_on_cooperative_consumer_records_observed_rebalances(bootstrap_servers, group_id, topic_factory,
-                                                                      group_protocol):
+def test_recorder_on_cooperative_consumer_records_observed_rebalances(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     topic = topic_factory(2)
     out: list[dict] = []
     recorder = RebalanceRecorder(out.append, member="c1")

@@ -94,14 +94,17 @@ def test_clean_leave_and_crash_hand_partitions_over(bootstrap_servers, group_id,
     assert _parts(events, members[0], "cb_revoked", left) == set(before[members[0]])
     assert set(after_leave) == {members[1], members[2]} and set(after_crash) == {members[2]}
     assert len(after_crash[members[2]]) == 6
-    print(f"\n{group_protocol}: a clean leave settled in {leave_took:.2f} s, a crash in {crash_took:.2f} s "
-          f"(session timeout {TIMING.session_ms / 1000:.1f} s)")
+    print(
+        f"\n{group_protocol}: a clean leave settled in {leave_took:.2f} s, a crash in {crash_took:.2f} s "
+        f"(session timeout {TIMING.session_ms / 1000:.1f} s)"
+    )
     assert leave_took < TIMING.session_ms / 1000, "a clean leave waited for the session timeout"
     assert crash_took >= TIMING.session_ms / 1000 * 0.8, "partitions moved before the crashed member's session expired"
 
 
-def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(bootstrap_servers, group_id, topic_factory,
-                                                                           group_protocol):
+def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """SIGSTOP past the session timeout: the broker removes the member and hands its partitions over.
     Resumed, it commits what it had processed at once -- refused, its generation (classic) or member
     epoch (consumer) is gone -- loses its partitions (on_partitions_lost) and joins again as a new
@@ -112,11 +115,18 @@ def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(boot
         keeper, zombie = start_kassign_member(group, group_protocol), start_kassign_member(group, group_protocol)
         before = group.wait_settled(60, balanced=True)
         frozen = group.freeze_member(zombie)
-        group.wait_for(lambda ev: len(current_assignment(ev).get(keeper, ())) == 4, 30,
-                       "the keeper owns every partition")
+        group.wait_for(
+            lambda ev: len(current_assignment(ev).get(keeper, ())) == 4, 30, "the keeper owns every partition"
+        )
         thawed = group.thaw_member(zombie)
-        group.wait_for(lambda ev: _first(ev, zombie, "late_commit", thawed) is not None
-                       and _first(ev, zombie, "cb_lost", thawed) is not None, 30, "the zombie noticed")
+        group.wait_for(
+            lambda ev: (
+                _first(ev, zombie, "late_commit", thawed) is not None
+                and _first(ev, zombie, "cb_lost", thawed) is not None
+            ),
+            30,
+            "the zombie noticed",
+        )
         after = group.wait_settled(60, balanced=True)
         producer.stop()
         events = group.wait_all_processed(producer, 60)
@@ -131,8 +141,13 @@ def test_a_zombie_is_fenced_its_late_commit_refused_and_its_partitions_lost(boot
 
 
 def _static(bootstrap: str, group_id: str, instance: str, config: dict) -> CooperativeConsumer:
-    return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_instance_id=instance,
-                               auto_offset_reset="earliest", **config)
+    return CooperativeConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group_id,
+        group_instance_id=instance,
+        auto_offset_reset="earliest",
+        **config,
+    )
 
 
 def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_id, topic_factory, group_protocol):
@@ -175,8 +190,9 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
     assert regained_s < 5.0
 
 
-def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(bootstrap_servers, group_id,
-                                                                                topic_factory, group_protocol):
+def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """A subscribed topic deleted: the broker drops its partitions from the target and the member
     revokes them (still named: the member knows the names of what it owns, metadata no longer does).
     Back under the same name -- created again, or auto-created by a client's metadata request, as
@@ -218,9 +234,14 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(b
 
     async def scenario():
         listener = ListenerCallsWithLost()
-        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
-                                       metadata_max_age_ms=1000, **config,
-                                       auto_offset_reset="earliest", enable_auto_commit=False)
+        consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap_servers,
+            group_id=group_id,
+            metadata_max_age_ms=1000,
+            **config,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         consumer.subscribe([keep, doomed], listener=listener)
         await consumer.start()
         produce(doomed, 2, "old")
@@ -229,13 +250,20 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(b
         await consumer.commit()  # offsets 3 for the old topic's partitions
         mark = len(listener.calls)
         delete_topic(bootstrap_servers, doomed)
-        await consume_until(consumer, lambda: any(kind == "revoked" and gone <= parts
-                                                  for kind, parts in listener.calls[mark:]), seen,
-                            "deleted topic revoked")
+        await consume_until(
+            consumer,
+            lambda: any(kind == "revoked" and gone <= parts for kind, parts in listener.calls[mark:]),
+            seen,
+            "deleted topic revoked",
+        )
         partitions = recreate(doomed)
         produce(doomed, partitions, "new")
-        await consume_until(consumer, lambda: sum(v.startswith("new") for _, _, v in seen) == 3 * partitions, seen,
-                            "recreated topic's records")
+        await consume_until(
+            consumer,
+            lambda: sum(v.startswith("new") for _, _, v in seen) == 3 * partitions,
+            seen,
+            "recreated topic's records",
+        )
         final = consumer.assignment()
         await consumer.stop()
         return listener.calls[mark:], seen, final, partitions
@@ -244,9 +272,11 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(b
     assert not any(kind == "lost" for kind, _ in calls), calls
     revoked_at = next(i for i, (kind, parts) in enumerate(calls) if kind == "revoked" and gone <= parts)
     back = {TP(doomed, p) for p in range(partitions)}
-    assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1:]), calls
+    assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1 :]), calls
     new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
     assert new == [(p, i) for p in range(partitions) for i in range(3)], "the topic back is read from offset 0"
     assert final == {TP(keep, 0), TP(keep, 1)} | back
-    print(f"\n{group_protocol}: deleted topic revoked; back with {partitions} partition(s) under a new id, "
-          "read from offset 0")
+    print(
+        f"\n{group_protocol}: deleted topic revoked; back with {partitions} partition(s) under a new id, "
+        "read from offset 0"
+    )

@@ -26,8 +26,10 @@ BASE = [ev("m1", 1.0, "cb_assigned", [A0, A1]), ev("m2", 1.0, "cb_assigned", [])
 def test_a_failed_commit_of_a_kept_partition_is_reported_with_what_the_member_kept():
     events = BASE + [failed("m1", 2.0, 2.4, [A0, A1], whole=True, why="batch")]
     (problem,) = kept_commit_failures(events)
-    assert problem.startswith("m1's commit (batch, issued 2.000, failed 2.400 after 400 ms) failed with "
-                              "CommitFailedError for partitions it kept: a:0, a:1")
+    assert problem.startswith(
+        "m1's commit (batch, issued 2.000, failed 2.400 after 400 ms) failed with "
+        "CommitFailedError for partitions it kept: a:0, a:1"
+    )
 
 
 def test_a_whole_assignment_commit_fails_the_rule_even_when_a_partition_was_revoked_meanwhile():
@@ -56,9 +58,11 @@ def test_commits_of_partitions_not_kept_are_not_judged():
 def test_successful_commits_zombies_and_failovers_are_not_judged():
     events = BASE + [
         ev("m1", 2.0, "commit", [A0, A1], began=1.9, lat=100.0, why="batch"),
-        ev("m1", 3.0, "freeze"), ev("m1", 5.0, "thaw"),
+        ev("m1", 3.0, "freeze"),
+        ev("m1", 5.0, "thaw"),
         failed("m1", 5.0, 5.1, [A0, A1], whole=True),
-        ev("cluster", 6.0, "node_killed", node=1), ev("cluster", 9.0, "node_restarted", node=1),
+        ev("cluster", 6.0, "node_killed", node=1),
+        ev("cluster", 9.0, "node_restarted", node=1),
         failed("m1", 7.0, 7.5, [A0, A1], error="KafkaTimeoutError", whole=True),
     ]
     assert kept_commit_failures(events, zombie={"m1": [(3.0, 5.2)]}) == []
@@ -69,8 +73,10 @@ def test_successful_commits_zombies_and_failovers_are_not_judged():
 
 def test_the_churn_judge_fails_a_run_on_a_kassign_members_kept_commit_failure_only():
     sequence = generate_sequence(5, "small")  # its members are kassign aiokafka members m1, m2, ...
-    events = BASE + [ev("m1", 1.5, "processed", ranges={"a:0": [[0, 1]], "a:1": [[0, 0]]}),
-                     failed("m1", 2.0, 2.4, [A0, A1], error="RebalanceInProgressError", whole=True)]
+    events = BASE + [
+        ev("m1", 1.5, "processed", ranges={"a:0": [[0, 1]], "a:1": [[0, 0]]}),
+        failed("m1", 2.0, 2.4, [A0, A1], error="RebalanceInProgressError", whole=True),
+    ]
     result = ChurnResult(sequence, events, {A0: [0, 1], A1: [0]}, [], {}, (0.0, 3.0))
     analyse(result, {"a": [A0, A1]})
     problems = churn_problems(result)

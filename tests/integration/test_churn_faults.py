@@ -61,8 +61,11 @@ def test_the_fault_profile_mixes_every_fault_into_the_churn():
 def test_a_slow_revoker_outlasts_the_longest_rebalance_timeout_in_its_group():
     timing = GroupTiming(session_ms=1500, max_poll_ms=6000)
     assert slow_revoke_ms(fault_sequence("slow_revoke"), timing) > 1500  # aiokafka: its session timeout
-    mixed = next(s for s in (generate_sequence(seed, "faults") for seed in range(100))
-                 if any(m.kind == "java" for m in s.initial))
+    mixed = next(
+        s
+        for s in (generate_sequence(seed, "faults") for seed in range(100))
+        if any(m.kind == "java" for m in s.initial)
+    )
     assert slow_revoke_ms(mixed, timing) > 6000  # Java: its max.poll.interval.ms
 
 
@@ -153,25 +156,39 @@ def test_a_slow_revoker_expelled_meanwhile_is_a_zombie_until_it_hears_of_its_los
     # the revocation's failed commit names a:1, which m1 no longer owned: its duplicates are excused
     assert set(excused_partitions(events)) == {A0, A1}
     # a slow revocation while closing is no rebalance's
-    closing = _judged([*events, ev("m1", 8, "closing"), ev("m1", 8.1, "cb_revoked", [], slow_ms=3000),
-                       ev("m1", 11.1, "cb_revoked_done")])
+    closing = _judged(
+        [
+            *events,
+            ev("m1", 8, "closing"),
+            ev("m1", 8.1, "cb_revoked", [], slow_ms=3000),
+            ev("m1", 11.1, "cb_revoked_done"),
+        ]
+    )
     assert (closing.faults.slow_revocations, closing.faults.slow_in_rebalance) == (2, 1)
 
 
 def test_failovers_are_counted_with_the_group_state_at_the_kill():
-    events = [ev("cluster", 1, "node_killed", node=2, group_state="PREPARING_REBALANCING"),
-              ev("cluster", 5, "node_killed", node=1, group_state="STABLE"),
-              ev("m1", 0.5, "cb_assigned", [A0, A1])]
+    events = [
+        ev("cluster", 1, "node_killed", node=2, group_state="PREPARING_REBALANCING"),
+        ev("cluster", 5, "node_killed", node=1, group_state="STABLE"),
+        ev("m1", 0.5, "cb_assigned", [A0, A1]),
+    ]
     result = _judged(events)
     assert (result.faults.failovers, result.faults.failovers_mid_rebalance) == (2, 1)
     assert "2 failover(s) (1 mid-rebalance)" in result.summary()
 
 
 def test_a_close_the_driver_had_to_kill_is_a_problem_a_crash_is_not():
-    events = [ev("m1", 1, "closing"), ev("m1", 21, "exit", code=-9),
-              ev("m2", 1, "closing"), ev("m2", 2, "closed"), ev("m2", 2.1, "exit", code=0),
-              ev("m3", 3, "crash"), ev("m3", 3.01, "exit", code=-9),
-              ev("m1", 0.5, "cb_assigned", [A0, A1])]
+    events = [
+        ev("m1", 1, "closing"),
+        ev("m1", 21, "exit", code=-9),
+        ev("m2", 1, "closing"),
+        ev("m2", 2, "closed"),
+        ev("m2", 2.1, "exit", code=0),
+        ev("m3", 3, "crash"),
+        ev("m3", 3.01, "exit", code=-9),
+        ev("m1", 0.5, "cb_assigned", [A0, A1]),
+    ]
     assert hung_closes(events) == ["member m1 began closing at 1.000 and never finished: killed at 21.000"]
     assert hung_closes(events)[0] in churn_problems(_judged(events))
 
@@ -198,8 +215,9 @@ def test_the_cluster_loses_its_coordinator_and_gets_it_back(replicated_cluster):
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_a_fault_keeps_ownership_exclusive_and_loses_nothing(kind, replicated_cluster, tmp_path):
     pytest.importorskip("aiokafka")
-    result = run_sequence(fault_sequence(kind), replicated_cluster.bootstrap, cluster=replicated_cluster,
-                          log_dir=tmp_path)
+    result = run_sequence(
+        fault_sequence(kind), replicated_cluster.bootstrap, cluster=replicated_cluster, log_dir=tmp_path
+    )
     assert churn_problems(result) == [], result.summary()
     assert result.records > 0, result.summary()
     faults = result.faults

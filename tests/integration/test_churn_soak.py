@@ -111,14 +111,18 @@ def test_settled_needs_one_live_reader_per_partition_and_something_for_every_mem
     # m2 reads only a, so b:0 must not be its
     wrong = [ev("m1", 1, "cb_assigned", [A0]), ev("m2", 1.5, "cb_assigned", [A1, B0])]
     assert settle_problems(wrong, {"m1": ["a", "b"], "m2": ["a"]}, parts) == [
-        "b:0 owned by m2, not a live member reading it"]
+        "b:0 owned by m2, not a live member reading it"
+    ]
     # nobody reads b any more: b:0 must be released
     assert settle_problems(events, {"m1": ["a"], "m2": ["a"]}, parts) == [
-        "b:0 owned by ['m1'] though no live member reads it"]
+        "b:0 owned by ['m1'] though no live member reads it"
+    ]
     # a crashed member owns nothing, and a newcomer without partitions is not settled yet
     crashed = events + [ev("m2", 2, "crash")]
     assert settle_problems(crashed, {"m1": ["a", "b"], "m3": ["a"]}, parts) == [
-        "a:1 owned by nobody", "m3 owns nothing"]
+        "a:1 owned by nobody",
+        "m3 owns nothing",
+    ]
 
 
 def test_duplicates_are_excused_only_where_the_owner_crashed_lost_or_failed_to_commit():

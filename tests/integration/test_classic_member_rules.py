@@ -27,18 +27,25 @@ from kassign.adapters.aiokafka import CooperativeConsumer, CooperativeStickyAssi
 pytestmark = [pytest.mark.realkafka, pytest.mark.timeout(180)]
 
 
-def _consumer(bootstrap_servers: str, group_id: str, *, instance: str | None = None, heartbeat_ms: int,
-              session_ms: int = 10000) -> CooperativeConsumer:
-    return CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_instance_id=instance,
-                               partition_assignment_strategy=(CooperativeStickyAssignor,),
-                               session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
-                               auto_offset_reset="earliest")
+def _consumer(
+    bootstrap_servers: str, group_id: str, *, instance: str | None = None, heartbeat_ms: int, session_ms: int = 10000
+) -> CooperativeConsumer:
+    return CooperativeConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=group_id,
+        group_instance_id=instance,
+        partition_assignment_strategy=(CooperativeStickyAssignor,),
+        session_timeout_ms=session_ms,
+        heartbeat_interval_ms=heartbeat_ms,
+        auto_offset_reset="earliest",
+    )
 
 
 async def _poll(consumers, timeout_ms: int = 50) -> list:
     """One ``getmany`` of each consumer, as an application's loop would; a consumer without an
     assignment yet blocks in ``getmany`` until it has one, so each call is cut off after its timeout.
     Returns what each call raised (None when nothing, or when it was only cut off)."""
+
     async def one(consumer):
         try:
             await asyncio.wait_for(consumer.getmany(timeout_ms=timeout_ms), 2 * timeout_ms / 1000)
@@ -106,8 +113,10 @@ def test_a_static_member_replaced_during_its_join_is_fenced(bootstrap_servers, g
         return before, after, raised, overlap_s, a_held_s, listener.calls
 
     before, after, raised, overlap_s, a_held_s, calls = asyncio.run(scenario())
-    print(f"double ownership {overlap_s:.2f} s; A held partitions {a_held_s:.2f} s after B started; "
-          f"A raised {sorted({type(e).__name__ for e in raised})} ({len(raised)} polls)")
+    print(
+        f"double ownership {overlap_s:.2f} s; A held partitions {a_held_s:.2f} s after B started; "
+        f"A raised {sorted({type(e).__name__ for e in raised})} ({len(raised)} polls)"
+    )
     assert overlap_s == 0.0, f"A consumed partitions another member owned for {overlap_s:.1f} s"
     assert raised and all(isinstance(e, FencedInstanceIdError) for e in raised), raised
     assert ("lost", set(before[0])) in calls, calls
@@ -129,8 +138,12 @@ def test_a_member_closed_during_its_first_join_leaves(bootstrap_servers, group_i
         b = _consumer(bootstrap_servers, group_id, heartbeat_ms=3000)
         b.subscribe([topic])
         starting = asyncio.ensure_future(b.start())  # returns once B has an assignment: never, here
-        await _until(lambda: b._coordinator is not None and b._coordinator._join_in_flight
-                     and b._coordinator.member_id, 10, "B's first JoinGroup at the barrier", (a,))
+        await _until(
+            lambda: b._coordinator is not None and b._coordinator._join_in_flight and b._coordinator.member_id,
+            10,
+            "B's first JoinGroup at the barrier",
+            (a,),
+        )
         began = time.monotonic()
         await b.stop()
         starting.cancel()
@@ -174,8 +187,12 @@ def _move_replica(cluster, tmp_path, topic: str, partition: int, broker: int) ->
     source = tmp_path / "Reassign.java"
     source.write_text(_REASSIGN_JAVA)
     classpath = os.pathsep.join(str(jar) for jar in kafka_jars(cluster.version))
-    subprocess.run([find_java().executable, "-cp", classpath, str(source), cluster.bootstrap, topic, str(partition),
-                    str(broker)], check=True, timeout=120, capture_output=True)
+    subprocess.run(
+        [find_java().executable, "-cp", classpath, str(source), cluster.bootstrap, topic, str(partition), str(broker)],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
 
 
 def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, group_id, tmp_path):
@@ -189,16 +206,25 @@ def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, 
     topic = f"racks-{group_id}"
     admin = AdminClient({"bootstrap.servers": rack_cluster.bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=3, replica_assignment=[[p + 1] for p in range(3)])])[
-        topic].result(timeout=20)
+        topic
+    ].result(timeout=20)
     wait_for_partitions(rack_cluster.bootstrap, topic, 3)
     partitions = {TP(topic, p) for p in range(3)}
 
     async def scenario():
-        consumers = [CooperativeConsumer(bootstrap_servers=rack_cluster.bootstrap, group_id=group_id,
-                                         client_rack=rack, metadata_max_age_ms=1000,
-                                         partition_assignment_strategy=(CooperativeStickyAssignor,),
-                                         session_timeout_ms=10000, heartbeat_interval_ms=500,
-                                         auto_offset_reset="earliest") for rack in ("r1", "r2")]
+        consumers = [
+            CooperativeConsumer(
+                bootstrap_servers=rack_cluster.bootstrap,
+                group_id=group_id,
+                client_rack=rack,
+                metadata_max_age_ms=1000,
+                partition_assignment_strategy=(CooperativeStickyAssignor,),
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=500,
+                auto_offset_reset="earliest",
+            )
+            for rack in ("r1", "r2")
+        ]
         for c in consumers:  # the r1 member starts first and leads
             c.subscribe([topic])
             await c.start()
@@ -206,8 +232,12 @@ def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, 
         generation = consumers[0]._coordinator.generation
         await asyncio.get_running_loop().run_in_executor(None, _move_replica, rack_cluster, tmp_path, topic, 0, 2)
         moved_at = time.monotonic()
-        await _until(lambda: consumers[0]._coordinator.generation > generation, 30,
-                     "a rebalance after the replica move", consumers)
+        await _until(
+            lambda: consumers[0]._coordinator.generation > generation,
+            30,
+            "a rebalance after the replica move",
+            consumers,
+        )
         rebalanced_s = time.monotonic() - moved_at
         after = await wait_consumers_held(consumers, partitions, 1.0)
         for c in consumers:

@@ -39,13 +39,21 @@ class Member:
     """An in-process classic member polling in the background; the test stops its polling to commit
     exactly what it consumed so far."""
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, *, heartbeat_ms: int, session_ms: int,
-                 **config: Any) -> None:
+    def __init__(
+        self, bootstrap: str, group_id: str, topic: str, *, heartbeat_ms: int, session_ms: int, **config: Any
+    ) -> None:
         self.listener = ListenerCallsWithLost()
-        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id,
-                                            auto_offset_reset="earliest", enable_auto_commit=False,
-                                            heartbeat_interval_ms=heartbeat_ms, session_timeout_ms=session_ms,
-                                            max_poll_records=5, max_partition_fetch_bytes=2048, **config)
+        self.consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval_ms=heartbeat_ms,
+            session_timeout_ms=session_ms,
+            max_poll_records=5,
+            max_partition_fetch_bytes=2048,
+            **config,
+        )
         self.consumer.subscribe([topic], listener=self.listener)
         self.task: asyncio.Task | None = None
         self.poll_errors: list[Exception] = []  # what getmany() raised
@@ -142,7 +150,8 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
 def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took = asyncio.run(
-        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=False))
+        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=False)
+    )
     kept, moved = before & after, before - after
     print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
     assert outcome == "ok", f"the commit of kept partitions failed: {outcome!r}"
@@ -155,7 +164,8 @@ def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_s
 def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took = asyncio.run(
-        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=True))
+        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=True)
+    )
     kept, moved = before & after, before - after
     assert isinstance(outcome, Errors.CommitFailedError), outcome
     assert "revoked" in str(outcome) and all(str(tp) in str(outcome) for tp in moved), str(outcome)
@@ -175,8 +185,9 @@ async def _zombie(bootstrap: str, group_id: str, topic: str):
         consumed = await zombie.pause()
         # Frozen: no heartbeats and no polls, past the session timeout; the keeper takes everything.
         await zombie.consumer._coordinator._stop_heartbeat_task()
-        await wait_until(lambda: keeper.consumer.assignment() == partitions, 30, "the keeper owns every partition",
-                         every=0.005)
+        await wait_until(
+            lambda: keeper.consumer.assignment() == partitions, 30, "the keeper owns every partition", every=0.005
+        )
         try:
             await zombie.consumer.commit()
             outcome: Any = "ok"
@@ -248,8 +259,11 @@ def assert_left_once(records, outcome, keeper_had_all: bool, calls, before) -> N
     """A member whose batch outlasted max_poll_interval_ms=4000 left once: one WARNING naming the
     setting, its partitions taken by the keeper, lost (never revoked), its late commit refused naming
     the cause."""
-    warnings = [r.getMessage() for r in records if r.levelname == "WARNING" and r.name.startswith("kassign")
-                and "max_poll_interval_ms" in r.getMessage()]
+    warnings = [
+        r.getMessage()
+        for r in records
+        if r.levelname == "WARNING" and r.name.startswith("kassign") and "max_poll_interval_ms" in r.getMessage()
+    ]
     assert len(warnings) == 1 and "max_poll_interval_ms=4000" in warnings[0], warnings
     assert keeper_had_all, "the keeper did not take the slow member's partitions"
     assert isinstance(outcome, Errors.CommitFailedError), outcome
@@ -257,14 +271,18 @@ def assert_left_once(records, outcome, keeper_had_all: bool, calls, before) -> N
     assert ("lost", before) in calls and not any(kind == "revoked" and parts & before for kind, parts in calls), calls
 
 
-def test_long_processing_leaves_once_loses_its_partitions_and_rejoins_once(bootstrap_servers, group_id,
-                                                                           topic_factory, caplog):
+def test_long_processing_leaves_once_loses_its_partitions_and_rejoins_once(
+    bootstrap_servers, group_id, topic_factory, caplog
+):
     topic = topic_factory(PARTITIONS)
     with caplog.at_level("INFO"):
         before, outcome, keeper_had_all, calls, rounds, resumed, settled = asyncio.run(
-            _long_processing(bootstrap_servers, group_id, topic))
-    print(f"\nclassic: the slow member resumed after {resumed:.1f} s, rounds it started after that at "
-          f"{[round(t, 2) for t in rounds]} s, settled at {settled:.1f} s")
+            _long_processing(bootstrap_servers, group_id, topic)
+        )
+    print(
+        f"\nclassic: the slow member resumed after {resumed:.1f} s, rounds it started after that at "
+        f"{[round(t, 2) for t in rounds]} s, settled at {settled:.1f} s"
+    )
     assert_left_once(caplog.records, outcome, keeper_had_all, calls, before)
     # It rejoined on its next getmany() (not before), in at most a join and its cooperative follow-up.
     assert rounds and all(t >= resumed for t in rounds) and len(rounds) <= 2, rounds

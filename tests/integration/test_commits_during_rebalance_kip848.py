@@ -44,9 +44,16 @@ class Polled:
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, **config: Any) -> None:
         self.listener = ListenerCallsWithLost()
-        self.consumer = CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol="consumer",
-                                            auto_offset_reset="earliest", enable_auto_commit=False,
-                                            max_poll_records=5, max_partition_fetch_bytes=2048, **config)
+        self.consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            group_protocol="consumer",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            max_poll_records=5,
+            max_partition_fetch_bytes=2048,
+            **config,
+        )
         self.consumer.subscribe([topic], listener=self.listener)
         self.task: asyncio.Task | None = None
         self.poll_errors: list[Exception] = []
@@ -101,13 +108,19 @@ class NewEpochHeldBack:
     async def _send_req(self, request: Any) -> Any:
         message = getattr(request, "message", None)
         response = await self._send(request)
-        if (isinstance(message, ConsumerGroupHeartbeatRequest) and self.armed and not self._release.is_set()
-                and response.error_code == 0 and response.member_epoch > self.coordinator.member.member_epoch > 0):
-                self.held.set()
-                await self._release.wait()
+        if (
+            isinstance(message, ConsumerGroupHeartbeatRequest)
+            and self.armed
+            and not self._release.is_set()
+            and response.error_code == 0
+            and response.member_epoch > self.coordinator.member.member_epoch > 0
+        ):
+            self.held.set()
+            await self._release.wait()
         if isinstance(message, OffsetCommitRequest):
-            self.commits.append((message.generation_id_or_member_epoch,
-                                 [p.error_code for t in response.topics for p in t.partitions]))
+            self.commits.append(
+                (message.generation_id_or_member_epoch, [p.error_code for t in response.topics for p in t.partitions])
+            )
         return response
 
 
@@ -128,8 +141,9 @@ async def _commit_with_a_stale_epoch(bootstrap: str, group_id: str, topic: str, 
         await b.start()
         await wait_until(lambda: wire.held.is_set(), 30, "the broker moving A to a new epoch")
         await a.pause()
-        consumed = {tp: o.offset for tp, o in
-                    a.consumer._subscription.subscription.assignment.all_consumed_offsets().items()}
+        consumed = {
+            tp: o.offset for tp, o in a.consumer._subscription.subscription.assignment.all_consumed_offsets().items()
+        }
         asyncio.get_running_loop().call_later(1.0, wire.release)
         began = time.monotonic()
         try:
@@ -150,7 +164,8 @@ def test_a_commit_sent_with_the_epoch_before_completes_under_the_new_one(bootstr
     topic, other = topic_factory(PARTITIONS), topic_factory(1)
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
     before, after, commits, outcome, consumed, committed, took = asyncio.run(
-        _commit_with_a_stale_epoch(bootstrap_servers, group_id, topic, other))
+        _commit_with_a_stale_epoch(bootstrap_servers, group_id, topic, other)
+    )
     print(f"\nconsumer protocol: epoch {before} -> {after}; commits (epoch, errors) {commits}; took {took:.2f} s")
     assert outcome == "ok", f"the commit of partitions A kept failed: {outcome!r}"
     assert after > before
@@ -202,15 +217,19 @@ async def _long_processing(bootstrap: str, group_id: str, topic: str):
         await asyncio.gather(slow.stop(), keeper.stop(), return_exceptions=True)
 
 
-def test_long_processing_leaves_once_loses_its_partitions_and_joins_again_once(bootstrap_servers, group_id,
-                                                                              topic_factory, caplog):
+def test_long_processing_leaves_once_loses_its_partitions_and_joins_again_once(
+    bootstrap_servers, group_id, topic_factory, caplog
+):
     topic = topic_factory(PARTITIONS)
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
     with caplog.at_level("INFO"):
         before, outcome, keeper_had_all, calls, joins, resumed = asyncio.run(
-            _long_processing(bootstrap_servers, group_id, topic))
-    print(f"\nconsumer protocol: the slow member resumed after {resumed:.1f} s, joined at "
-          f"{[round(t, 2) for t in joins]} s")
+            _long_processing(bootstrap_servers, group_id, topic)
+        )
+    print(
+        f"\nconsumer protocol: the slow member resumed after {resumed:.1f} s, joined at "
+        f"{[round(t, 2) for t in joins]} s"
+    )
     assert_left_once(caplog.records, outcome, keeper_had_all, calls, before)
     # It joined again on its next getmany() (not before), once.
     assert len(joins) == 1 and joins[0] >= resumed, joins

@@ -22,4 +22,5 @@ def test_a_short_run_reports_every_commit_and_loses_nothing(bootstrap_servers):
     assert stats.latencies_ms and all(lat >= 0 for lat in stats.latencies_ms)
     assert (stats.failed, stats.kept_failures, stats.lost, stats.dup_unmoved) == (0, [], 0, 0), stats.row()
     assert stats.changes == 2 and stats.members == len(schedule.initial) + sum(
-        c.action == "join" for c in schedule.changes)
+        c.action == "join" for c in schedule.changes
+    )

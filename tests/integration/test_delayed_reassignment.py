@@ -57,8 +57,9 @@ def _start_group(group: GroupDriver) -> dict[str, list[TopicPartition]]:
     return group.wait_settled(40)
 
 
-def _first_owned_by_others(events: list[Event], partitions: list[TopicPartition], gone: set[str], after: float
-                           ) -> dict[TopicPartition, tuple[str, float]]:
+def _first_owned_by_others(
+    events: list[Event], partitions: list[TopicPartition], gone: set[str], after: float
+) -> dict[TopicPartition, tuple[str, float]]:
     """Partition -> (member, time) of its first ownership starting after ``after`` by a member not in ``gone``."""
     out: dict[TopicPartition, tuple[str, float]] = {}
     for interval in ownership_intervals(events):
@@ -67,8 +68,9 @@ def _first_owned_by_others(events: list[Event], partitions: list[TopicPartition]
     return out
 
 
-def _assert_moved_within(events: list[Event], held: list[TopicPartition], gone: str, gone_at: float,
-                         earliest_s: float, latest_s: float) -> None:
+def _assert_moved_within(
+    events: list[Event], held: list[TopicPartition], gone: str, gone_at: float, earliest_s: float, latest_s: float
+) -> None:
     """Every partition of ``held`` went to another member between ``earliest_s`` and ``latest_s`` after
     ``gone_at``, and no partition was ever owned twice."""
     moved = _first_owned_by_others(events, held, {gone}, gone_at)
@@ -83,11 +85,13 @@ def _all_owned_by(members: list[str], partitions: list[TopicPartition]):
         assignment = current_assignment(events)
         owned = [tp for m in members for tp in assignment.get(m, [])]
         return sorted(owned) == sorted(partitions) and set(assignment) <= set(members)
+
     return check
 
 
-def test_departed_member_partitions_wait_for_the_delay_then_move(bootstrap_servers, group_id, topic_factory,
-                                                                 monkeypatch):
+def test_departed_member_partitions_wait_for_the_delay_then_move(
+    bootstrap_servers, group_id, topic_factory, monkeypatch
+):
     delay_s = 3.0
     monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
     topic = topic_factory(6)
@@ -100,15 +104,17 @@ def test_departed_member_partitions_wait_for_the_delay_then_move(bootstrap_serve
         # the others kept exactly what they had.
         time.sleep(delay_s / 2)
         during = current_assignment(group.events())
-        events = group.wait_for(_all_owned_by(["m1", "m3"], group.partitions), 20 + delay_s,
-                                "held partitions reassigned after the delay")
+        events = group.wait_for(
+            _all_owned_by(["m1", "m3"], group.partitions), 20 + delay_s, "held partitions reassigned after the delay"
+        )
     assert during == {"m1": before["m1"], "m3": before["m3"]}, during
     # The delay runs from the leader's assignment, which comes after m2 left.
     _assert_moved_within(events, held, "m2", stopped_at, delay_s * 0.9, delay_s + 15)
 
 
-def test_member_returning_within_the_delay_takes_its_partitions_back(bootstrap_servers, group_id, topic_factory,
-                                                                     monkeypatch):
+def test_member_returning_within_the_delay_takes_its_partitions_back(
+    bootstrap_servers, group_id, topic_factory, monkeypatch
+):
     delay_s = 12.0  # room for a new member process to start and join
     monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
     topic = topic_factory(6)
@@ -118,8 +124,9 @@ def test_member_returning_within_the_delay_takes_its_partitions_back(bootstrap_s
         stopped_at = time.time()
         group.stop_member("m2")
         _start(group, "m2.back")  # same worker id "m2", new member id
-        events = group.wait_for(lambda ev: current_assignment(ev).get("m2.back") == held, delay_s + 10,
-                                "m2.back owns m2's partitions")
+        events = group.wait_for(
+            lambda ev: current_assignment(ev).get("m2.back") == held, delay_s + 10, "m2.back owns m2's partitions"
+        )
         back_at = max(i.start for i in ownership_intervals(events) if i.member == "m2.back" and i.partition in held)
         after = group.wait_settled(20)
         events = group.events()
@@ -131,8 +138,7 @@ def test_member_returning_within_the_delay_takes_its_partitions_back(bootstrap_s
     assert_exclusive(events)
 
 
-def test_leader_leaving_has_its_partitions_reassigned_at_once(bootstrap_servers, group_id, topic_factory,
-                                                              monkeypatch):
+def test_leader_leaving_has_its_partitions_reassigned_at_once(bootstrap_servers, group_id, topic_factory, monkeypatch):
     delay_s = 20.0
     monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
     topic = topic_factory(6)
@@ -140,13 +146,17 @@ def test_leader_leaving_has_its_partitions_reassigned_at_once(bootstrap_servers,
         before = _start_group(group)
         stopped_at = time.time()
         group.stop_member("m1")
-        events = group.wait_for(_all_owned_by(["m2", "m3"], group.partitions), delay_s / 2,
-                                "the leader's partitions reassigned without delay")
+        events = group.wait_for(
+            _all_owned_by(["m2", "m3"], group.partitions),
+            delay_s / 2,
+            "the leader's partitions reassigned without delay",
+        )
     _assert_moved_within(events, before["m1"], "m1", stopped_at, 0.0, delay_s / 2)
 
 
-def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(bootstrap_servers, group_id,
-                                                                                topic_factory, monkeypatch):
+def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(
+    bootstrap_servers, group_id, topic_factory, monkeypatch
+):
     delay_s = 3.0
     monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
     topic = topic_factory(6)
@@ -155,8 +165,11 @@ def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(
         held = before["m3"]
         crashed_at = time.time()
         group.crash_member("m3")  # no LeaveGroup: the broker notices when the session (1.5 s) expires
-        events = group.wait_for(_all_owned_by(["m1", "m2"], group.partitions), 25 + delay_s,
-                                "a crashed member's partitions reassigned after the delay")
+        events = group.wait_for(
+            _all_owned_by(["m1", "m2"], group.partitions),
+            25 + delay_s,
+            "a crashed member's partitions reassigned after the delay",
+        )
     _assert_moved_within(events, held, "m3", crashed_at, delay_s * 0.9, group.timing.session_ms / 1000 + delay_s + 15)
     # The survivors were never interrupted: they kept what they had all along.
     for member in ("m1", "m2"):
@@ -164,8 +177,9 @@ def test_crashed_member_partitions_wait_for_the_delay_after_its_session_expires(
         assert all(i.end == float("inf") for i in kept if i.start < crashed_at), (member, kept)
 
 
-def test_first_worker_takes_everything_and_a_joining_worker_its_share_at_once(bootstrap_servers, group_id,
-                                                                              topic_factory, monkeypatch):
+def test_first_worker_takes_everything_and_a_joining_worker_its_share_at_once(
+    bootstrap_servers, group_id, topic_factory, monkeypatch
+):
     # Seed cases 1 and 2: a join starts no delay, the newcomer gets its share in the follow-up round.
     delay_s = 20.0
     monkeypatch.setenv(DELAY_ENV, str(int(delay_s * 1000)))
@@ -175,8 +189,9 @@ def test_first_worker_takes_everything_and_a_joining_worker_its_share_at_once(bo
         alone = group.wait_settled(40)
         joined_at = time.time()
         _start(group, "m2")
-        events = group.wait_for(lambda ev: len(current_assignment(ev).get("m2", [])) == 3, delay_s / 2,
-                                "the joining worker owns its share")
+        events = group.wait_for(
+            lambda ev: len(current_assignment(ev).get("m2", [])) == 3, delay_s / 2, "the joining worker owns its share"
+        )
         after = current_assignment(events)
     assert sorted(alone["m1"]) == sorted(group.partitions)
     assert set(after["m1"]) < set(alone["m1"]) and len(after["m1"]) == 3  # m1 kept half of its own
@@ -193,11 +208,15 @@ def test_leader_leaving_and_returning_rejoins_as_a_worker(bootstrap_servers, gro
     with GroupDriver(bootstrap_servers, group_id, topic) as group:
         before = _start_group(group)
         group.stop_member("m1")
-        group.wait_for(_all_owned_by(["m2", "m3"], group.partitions), delay_s / 2,
-                       "the leader's partitions reassigned without delay")
+        group.wait_for(
+            _all_owned_by(["m2", "m3"], group.partitions),
+            delay_s / 2,
+            "the leader's partitions reassigned without delay",
+        )
         _start(group, "m1.back")
-        events = group.wait_for(lambda ev: len(current_assignment(ev).get("m1.back", [])) == 2, delay_s,
-                                "the returning leader owns a share")
+        events = group.wait_for(
+            lambda ev: len(current_assignment(ev).get("m1.back", [])) == 2, delay_s, "the returning leader owns a share"
+        )
         after = current_assignment(events)
     assert sorted(tp for ps in after.values() for tp in ps) == sorted(group.partitions)
     assert {m: len(ps) for m, ps in after.items()} == {"m1.back": 2, "m2": 2, "m3": 2}

@@ -20,8 +20,9 @@ FAST = "benchmarks.rebalance:fast_follow_up_consumer"
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_scale_out_with_fast_follow_up_is_exclusive_settles_and_loses_nothing(bootstrap_servers, group_id,
-                                                                              topic_factory):
+def test_scale_out_with_fast_follow_up_is_exclusive_settles_and_loses_nothing(
+    bootstrap_servers, group_id, topic_factory
+):
     topic = topic_factory(8)
     with GroupDriver(bootstrap_servers, group_id, topic) as group:
         producer = group.start_producer(rate=200)
@@ -57,8 +58,11 @@ def test_java_and_librdkafka_members_take_marked_assignments(bootstrap_servers, 
         group.start_member("confluent", "cooperative-sticky")
         mixed = group.wait_settled(90)
         group.start_member("aiokafka", COOP, consumer_factory=FAST)
-        group.wait_for(lambda ev: sorted(map(len, group.assignment().values())) == [3, 3, 3, 3], 90,
-                       "4 members with 3 partitions each")
+        group.wait_for(
+            lambda ev: sorted(map(len, group.assignment().values())) == [3, 3, 3, 3],
+            90,
+            "4 members with 3 partitions each",
+        )
         final = group.wait_settled(30)
         producer.stop()
         events = group.wait_all_processed(producer, 30)

@@ -34,8 +34,10 @@ def kassign_aiokafka(name: str):
 def aiokafka_variants() -> list:
     """(assignor, consumer factory) pairs: aiokafka's own eager assignors, plus kassign's drop-ins and
     its cooperative consumer once kassign.adapters.aiokafka provides them."""
-    params = [pytest.param("roundrobin", None, id="aiokafka-roundrobin"),
-              pytest.param("range", None, id="aiokafka-range")]
+    params = [
+        pytest.param("roundrobin", None, id="aiokafka-roundrobin"),
+        pytest.param("range", None, id="aiokafka-range"),
+    ]
     for name in ("RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"):
         cls = kassign_aiokafka(name)
         if cls is not None:
@@ -58,8 +60,11 @@ def finish(group: GroupDriver, producer) -> None:
 
 def kept_throughout(group: GroupDriver, member: str, since: float) -> list:
     """Partitions ``member`` owned without interruption from ``since`` to now."""
-    return [i.partition for i in ownership_intervals(group.events())
-            if i.member == member and i.start <= since and i.end == float("inf")]
+    return [
+        i.partition
+        for i in ownership_intervals(group.events())
+        if i.member == member and i.start <= since and i.end == float("inf")
+    ]
 
 
 @pytest.mark.parametrize(("assignor", "factory"), aiokafka_variants())
@@ -173,8 +178,11 @@ def orphan_gap(group: GroupDriver, member: str, stop: Callable[[str], object]) -
     stopping_at = time.time()
     stop(member)
     group.wait_settled(EAGER_SETTLE_S, stable_for=0)
-    taken = [i.start for i in ownership_intervals(group.events())
-             if i.partition in parts and i.member != member and i.end == float("inf")]
+    taken = [
+        i.start
+        for i in ownership_intervals(group.events())
+        if i.partition in parts and i.member != member and i.end == float("inf")
+    ]
     return max(taken) - stopping_at
 
 

@@ -53,8 +53,13 @@ def _start(group: GroupDriver, kind: str = "aiokafka", **kwargs) -> str:
 
 
 def _static(bootstrap, group_id, instance):
-    return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_instance_id=instance,
-                               group_protocol="consumer", auto_offset_reset="earliest")
+    return CooperativeConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group_id,
+        group_instance_id=instance,
+        group_protocol="consumer",
+        auto_offset_reset="earliest",
+    )
 
 
 def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers, group_id, topic_factory):
@@ -142,8 +147,9 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
 
     async def scenario():
         listener = ListenerCallsWithLost()
-        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
-                                       group_protocol="consumer", metadata_max_age_ms=1000)
+        consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap_servers, group_id=group_id, group_protocol="consumer", metadata_max_age_ms=1000
+        )
         consumer.subscribe(pattern=f"{prefix}-.*", listener=listener)
         await consumer.start()
         deadline = time.monotonic() + 30

@@ -71,8 +71,12 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
 
     async def scenario() -> tuple[float, float, set]:
-        m1 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_protocol="consumer",
-                                 max_poll_interval_ms=REBALANCE_TIMEOUT_MS)
+        m1 = CooperativeConsumer(
+            bootstrap_servers=bootstrap_servers,
+            group_id=group_id,
+            group_protocol="consumer",
+            max_poll_interval_ms=REBALANCE_TIMEOUT_MS,
+        )
         m1.subscribe(pattern=f"{prefix}-.*", listener=ListenerCallsWithLost())
         async with _polled(m1):
             member = m1._coordinator.member
@@ -81,29 +85,32 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
             # The broker resolves regexes again at most every few seconds: wait for y in m1's target.
             await wait_until(lambda: member.target is not None and len(member.target) == 4, 60, "y in m1's target")
             assert m1.assignment() == {TP(x, 0), TP(x, 1)}, "m1 named y: the scenario needs it unnameable"
-            m2 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
-                                     group_protocol="consumer")
+            m2 = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, group_protocol="consumer")
             m2.subscribe([y], listener=ListenerCallsWithLost())
             joined = time.monotonic()
             async with _polled(m2):
                 try:
-                    await wait_until(lambda: m2.assignment() == {TP(y, 0), TP(y, 1)},
-                                     REBALANCE_TIMEOUT_MS / 1000 + 15, "m2 owning y")
+                    await wait_until(
+                        lambda: m2.assignment() == {TP(y, 0), TP(y, 1)}, REBALANCE_TIMEOUT_MS / 1000 + 15, "m2 owning y"
+                    )
                 finally:
                     unowned = time.monotonic() - joined
                 owned_by_m1 = m1.assignment()
             return unowned, REBALANCE_TIMEOUT_MS / 1000, owned_by_m1
 
     unowned, timeout, owned_by_m1 = asyncio.run(scenario())
-    print(f"\nKIP-848: y's partitions unowned for {unowned:.2f} s after m2 joined "
-          f"(m1's rebalance timeout {timeout:.0f} s)")
+    print(
+        f"\nKIP-848: y's partitions unowned for {unowned:.2f} s after m2 joined "
+        f"(m1's rebalance timeout {timeout:.0f} s)"
+    )
     assert unowned < 10, f"y stayed with nobody for {unowned:.1f} s: m1 never acknowledged the target"
     assert owned_by_m1 == {TP(x, 0), TP(x, 1)}, "m1 was fenced instead of acknowledging"
 
 
 @pytest.mark.consumer_protocol
-def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bootstrap_servers, group_id,
-                                                                             topic_factory):
+def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(
+    bootstrap_servers, group_id, topic_factory
+):
     """A member that subscribed and left before its group existed: the coordinator answers the leave
     GROUP_ID_NOT_FOUND (asked here on a live consumer's coordinator connection, for a group nobody
     joined); the member takes it as the end of a leave, not a fatal error, and can subscribe again."""
@@ -111,8 +118,9 @@ def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bo
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
 
     async def scenario() -> tuple[int, MemberState, list, MemberState]:
-        consumer = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
-                                       group_protocol="consumer")
+        consumer = CooperativeConsumer(
+            bootstrap_servers=bootstrap_servers, group_id=group_id, group_protocol="consumer"
+        )
         consumer.subscribe([topic], listener=ListenerCallsWithLost())
         async with _polled(consumer):
             await wait_until(lambda: consumer.assignment() == {TP(topic, 0)}, 30, "owning the topic")
@@ -137,15 +145,18 @@ def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(bo
 
 #: Every request is from User:ANONYMOUS (PLAINTEXT); a resource without ACLs stays open to it, so a DENY
 #: on one group or topic refuses just that (the cluster's own traffic has no ACL against it).
-ACL_SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "allow.everyone.if.no.acl.found": "true"}
+ACL_SETTINGS = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
 
 
 @pytest.fixture(scope="module")
 def acl_broker(kafka_broker):
     if kafka_broker.kind != "kafka":
-        pytest.skip("a broker with an authorizer needs Apache Kafka from jars; "
-                    f"the session broker is {kafka_broker.kind}")
+        pytest.skip(
+            f"a broker with an authorizer needs Apache Kafka from jars; the session broker is {kafka_broker.kind}"
+        )
     from kassign.broker import start_kafka
 
     with start_kafka(version=kafka_broker.version, settings=ACL_SETTINGS) as info:
@@ -166,8 +177,15 @@ def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: b
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     kind = ResourceType.GROUP if resource == "group" else ResourceType.TOPIC
-    args = (kind, name, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*", getattr(AclOperation, operation),
-            AclPermissionType.DENY)
+    args = (
+        kind,
+        name,
+        ResourcePatternType.LITERAL,
+        "User:ANONYMOUS",
+        "*",
+        getattr(AclOperation, operation),
+        AclPermissionType.DENY,
+    )
     futures = admin.delete_acls([AclBindingFilter(*args)]) if remove else admin.create_acls([AclBinding(*args)])
     for future in futures.values():
         future.result(timeout=30)
@@ -175,8 +193,9 @@ def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: b
 
 
 @pytest.mark.parametrize("operation", ["READ", "ALL"], ids=["heartbeat/join refused", "FindCoordinator refused"])
-def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(acl_broker, group_id, group_protocol,
-                                                                          operation, caplog):
+def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(
+    acl_broker, group_id, group_protocol, operation, caplog
+):
     """DENY READ on the group refuses its heartbeat (JoinGroup on classic); DENY ALL refuses even
     FindCoordinator. Either way getmany() raises aiokafka's GroupAuthorizationFailedError, whatever
     the protocol, and the consumer protocol logs no traceback."""
@@ -232,7 +251,8 @@ def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(ac
                 except TopicAuthorizationFailedError as exc:
                     errors.append(exc)
             await asyncio.get_running_loop().run_in_executor(
-                None, lambda: _deny(bootstrap, "topic", topic, "DESCRIBE", remove=True))
+                None, lambda: _deny(bootstrap, "topic", topic, "DESCRIBE", remove=True)
+            )
             allowed = time.monotonic()
             deadline = allowed + 30
             while consumer.assignment() != {TP(topic, 0), TP(topic, 1)} and time.monotonic() < deadline:
@@ -247,8 +267,10 @@ def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(ac
     errors, owned, took = asyncio.run(scenario())
     assert errors, "TOPIC_AUTHORIZATION_FAILED never reached the application"
     assert owned == {TP(topic, 0), TP(topic, 1)}, "the member did not recover once the ACL went"
-    print(f"\nKIP-848: TOPIC_AUTHORIZATION_FAILED raised {len(errors)} time(s); partitions owned {took:.2f} s "
-          "after the ACL went")
+    print(
+        f"\nKIP-848: TOPIC_AUTHORIZATION_FAILED raised {len(errors)} time(s); partitions owned {took:.2f} s "
+        "after the ACL went"
+    )
 
 
 def create_topic_on(bootstrap: str, partitions: int = 2) -> str:

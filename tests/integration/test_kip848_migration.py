@@ -63,8 +63,9 @@ def _start(group: GroupDriver, kind: str, protocol: str, *, hold: bool = False) 
     if kind == "aiokafka":
         strategy = "range" if protocol == "consumer" else COOPERATIVE_STICKY
         return group.start_member("aiokafka", strategy, consumer_factory=CONSUMER, group_protocol=protocol, hold=hold)
-    return group.start_member("java", "cooperative-sticky", kafka_clients=JAVA_CLIENTS, group_protocol=protocol,
-                              hold=hold)
+    return group.start_member(
+        "java", "cooperative-sticky", kafka_clients=JAVA_CLIENTS, group_protocol=protocol, hold=hold
+    )
 
 
 def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], protocol: str) -> list[Bounce]:
@@ -83,17 +84,26 @@ def _rolling_bounce(group: GroupDriver, bootstrap: str, members: list[str], prot
         events = group.events()
         (settle,) = change_settles(events, [start], math.inf)
         intervals = ownership_intervals(events, release_events=GONE_EVENTS)
-        bounces.append(Bounce(slot, kind, protocol, start, settle,
-                              unowned_partition_seconds(intervals, group.partitions, start, settle),
-                              len(kept_partitions(intervals, start, settle)),
-                              consumer_group_type(bootstrap, group.group_id)))
+        bounces.append(
+            Bounce(
+                slot,
+                kind,
+                protocol,
+                start,
+                settle,
+                unowned_partition_seconds(intervals, group.partitions, start, settle),
+                len(kept_partitions(intervals, start, settle)),
+                consumer_group_type(bootstrap, group.group_id),
+            )
+        )
     return bounces
 
 
 def test_rolling_bounce_to_the_consumer_protocol_and_back(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(12)
-    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=TIMING.session_ms,
-                              heartbeat_ms=TIMING.heartbeat_ms)
+    set_consumer_group_timing(
+        bootstrap_servers, group_id, session_ms=TIMING.session_ms, heartbeat_ms=TIMING.heartbeat_ms
+    )
     with GroupDriver(bootstrap_servers, group_id, topic, timing=TIMING) as group:
         producer = group.start_producer(rate=300)
         members = [_start(group, kind, "classic") for kind in KINDS]
@@ -108,8 +118,10 @@ def test_rolling_bounce_to_the_consumer_protocol_and_back(bootstrap_servers, gro
         events = group.wait_all_processed(producer, 90)  # raises if a record was never processed
     print("\nonline migration, 12 partitions, 3 kassign + 1 Java member, unowned partition-seconds per bounce:")
     for b in upgrade + downgrade:
-        print(f"  slot {b.slot} ({b.kind}) -> {b.protocol}: {b.unowned_ps:.2f} ps, settled in "
-              f"{b.settle - b.start:.2f} s, {b.kept}/12 partitions kept their owner, group type {b.group_type}")
+        print(
+            f"  slot {b.slot} ({b.kind}) -> {b.protocol}: {b.unowned_ps:.2f} ps, settled in "
+            f"{b.settle - b.start:.2f} s, {b.kept}/12 partitions kept their owner, group type {b.group_type}"
+        )
     assert_exclusive(events)
     assert before == "classic"
     # The first consumer-protocol member converts the group; it stays a consumer group (mixed) until

@@ -43,11 +43,30 @@ def test_timing_rejects_processing_longer_than_the_poll_interval():
 
 @pytest.mark.parametrize("module", ["integration.members.aiokafka_member", "integration.members.confluent_member"])
 def test_a_held_member_reports_ready_and_closes_on_end_of_input(module):
-    cmd = [sys.executable, "-m", module, "--bootstrap", "127.0.0.1:1", "--group", "g", "--topics", "t",
-           "--id", "m9", "--strategy", "roundrobin", "--hold", "--process-ms", "250,750", "--seed", "3"]
+    cmd = [
+        sys.executable,
+        "-m",
+        module,
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--group",
+        "g",
+        "--topics",
+        "t",
+        "--id",
+        "m9",
+        "--strategy",
+        "roundrobin",
+        "--hold",
+        "--process-ms",
+        "250,750",
+        "--seed",
+        "3",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                            env=env)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env
+    )
     first = json.loads(proc.stdout.readline())
     assert (first["id"], first["ev"]) == ("m9", "ready")
     out, err = proc.communicate(b"", timeout=30)

@@ -58,8 +58,9 @@ WATCH_S = 10.0
 def secured(kafka_broker: BrokerInfo):
     if kafka_broker.kind != "kafka":
         pytest.skip(f"a secured broker needs Apache Kafka from jars; the session broker is {kafka_broker.kind}")
-    with start_kafka(version=kafka_broker.version, security="sasl-ssl", users=dict.fromkeys(USERS),
-                     settings=SETTINGS) as info:
+    with start_kafka(
+        version=kafka_broker.version, security="sasl-ssl", users=dict.fromkeys(USERS), settings=SETTINGS
+    ) as info:
         yield info
 
 
@@ -74,8 +75,15 @@ def _allow(info: BrokerInfo, user: str, resource: str, name: str, operation: str
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
     kind = ResourceType.GROUP if resource == "group" else ResourceType.TOPIC
-    binding = AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{user}", "*",
-                         getattr(AclOperation, operation), AclPermissionType.ALLOW)
+    binding = AclBinding(
+        kind,
+        name,
+        ResourcePatternType.LITERAL,
+        f"User:{user}",
+        "*",
+        getattr(AclOperation, operation),
+        AclPermissionType.ALLOW,
+    )
     admin = _admin(info)  # held until the answers: a collected client destroys its handle mid-request
     for future in admin.create_acls([binding]).values():
         future.result(timeout=30)
@@ -99,8 +107,14 @@ def _topic(info: BrokerInfo, partitions: int = 4, records: int = 20) -> str:
 
 def _consumer(info: BrokerInfo, user: str, group_id: str, group_protocol: str, **overrides) -> CooperativeConsumer:
     timing = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 500} if group_protocol == "classic" else {}
-    return CooperativeConsumer(bootstrap_servers=info.bootstrap, group_id=group_id, group_protocol=group_protocol,
-                               auto_offset_reset="earliest", **timing, **info.client_settings(user, **overrides))
+    return CooperativeConsumer(
+        bootstrap_servers=info.bootstrap,
+        group_id=group_id,
+        group_protocol=group_protocol,
+        auto_offset_reset="earliest",
+        **timing,
+        **info.client_settings(user, **overrides),
+    )
 
 
 async def _poll_until(consumers, condition, timeout: float, seen: dict) -> None:
@@ -131,9 +145,11 @@ def test_a_sasl_ssl_group_rebalances_cooperatively(secured, group_id, group_prot
             await second.start()
             second.subscribe([topic], listener=second_calls)
             try:
+
                 def shared() -> bool:
                     a, b = first.assignment(), second.assignment()
                     return a | b == everything and not a & b and len(a) == len(b) == 2
+
                 began = time.monotonic()
                 await _poll_until([first, second], shared, 60, seen)
                 took = time.monotonic() - began
@@ -150,8 +166,10 @@ def test_a_sasl_ssl_group_rebalances_cooperatively(secured, group_id, group_prot
     assert revoked == moved, f"the first member revoked {sorted(revoked)}; the second got {sorted(moved)}"
     assert not [c for c in first_calls + second_calls if c[0] == "lost"]
     assert {tp: len(offsets) for tp, offsets in seen.items()} == {tp: 5 for tp in everything}
-    print(f"\n{group_protocol} over SASL_SSL (SCRAM-SHA-512): second member's join to 2+2 partitions {took:.2f} s; "
-          f"the first revoked only the 2 it handed over")
+    print(
+        f"\n{group_protocol} over SASL_SSL (SCRAM-SHA-512): second member's join to 2+2 partitions {took:.2f} s; "
+        f"the first revoked only the 2 it handed over"
+    )
 
 
 async def _watch_errors(make_consumer, topic: str, watch_s: float) -> tuple[list[BaseException], int]:
@@ -186,8 +204,9 @@ def _error_lines(caplog) -> tuple[list[logging.LogRecord], list[logging.LogRecor
 
 
 @pytest.mark.parametrize("missing", ["group", "topic"])
-def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_loop(secured, group_id,
-                                                                                    group_protocol, missing, caplog):
+def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_loop(
+    secured, group_id, group_protocol, missing, caplog
+):
     """``no-group-read`` may read the topic but not the group; ``no-topic-read`` may use the group and
     describe the topic but not read it. The error reaches the application as aiokafka's class, with no
     traceback logged; the client must not spin in a loop of its own (more than two warning/error log
@@ -202,13 +221,16 @@ def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_
         _allow(secured, user, "topic", topic, "DESCRIBE")
         expected = TopicAuthorizationFailedError
     caplog.set_level(logging.INFO)
-    raised, calls = asyncio.run(_watch_errors(lambda: _consumer(secured, user, group_id, group_protocol), topic,
-                                              WATCH_S))
+    raised, calls = asyncio.run(
+        _watch_errors(lambda: _consumer(secured, user, group_id, group_protocol), topic, WATCH_S)
+    )
     loud, tracebacks = _error_lines(caplog)
     kinds = sorted({type(e).__name__ for e in raised})
     messages = sorted({r.getMessage()[:100] for r in loud})
-    summary = (f"{group_protocol}, no READ on the {missing}: {len(raised)} raise(s) of {kinds} in {calls} getmany "
-               f"calls and {len(loud)} warning/error log line(s) {messages[:2]} in {WATCH_S:.0f} s after the first")
+    summary = (
+        f"{group_protocol}, no READ on the {missing}: {len(raised)} raise(s) of {kinds} in {calls} getmany "
+        f"calls and {len(loud)} warning/error log line(s) {messages[:2]} in {WATCH_S:.0f} s after the first"
+    )
     print("\n" + summary)
     assert raised and all(isinstance(e, expected) for e in raised), f"raised {raised!r}"
     assert not tracebacks, f"a traceback was logged: {tracebacks[0].getMessage()}"
@@ -242,8 +264,10 @@ def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, gro
     raised = asyncio.run(scenario())
     took = time.monotonic() - began
     loud, tracebacks = _error_lines(caplog)
-    print(f"\n{group_protocol}, wrong password: start() raised {type(raised).__name__} after {took:.1f} s "
-          f"({raised}); {len(loud)} warning/error log line(s): {[r.getMessage() for r in loud][:3]}")
+    print(
+        f"\n{group_protocol}, wrong password: start() raised {type(raised).__name__} after {took:.1f} s "
+        f"({raised}); {len(loud)} warning/error log line(s): {[r.getMessage() for r in loud][:3]}"
+    )
     # aiokafka's bootstrap logs the broker's answer as one line and start() raises KafkaConnectionError
     # ("Unable to bootstrap from ..."): no retry, no traceback.
     assert isinstance(raised, KafkaConnectionError), f"start() raised {raised!r}"
@@ -262,18 +286,22 @@ def test_the_printed_client_settings_work_as_they_are(tmp_path, kafka_broker):
     env = {**os.environ, "KASSIGN_RUN_DIR": str(tmp_path)}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kassign.cli", "broker", *args], capture_output=True,
-                              text=True, timeout=240, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "kassign.cli", "broker", *args], capture_output=True, text=True, timeout=240, env=env
+        )
 
     for mode in ("ssl", "sasl-scram"):
         started = cli("start", "--security", mode, "--version", kafka_broker.version, "--user", "alice")
         try:
             assert started.returncode == 0, started.stderr
             lines = started.stdout.splitlines()
-            at = next(i for i, line in enumerate(lines) if line.startswith("CooperativeConsumer / aiokafka settings "
-                                                                             "for admin"))
+            at = next(
+                i
+                for i, line in enumerate(lines)
+                if line.startswith("CooperativeConsumer / aiokafka settings for admin")
+            )
             pasted = []
-            for line in lines[at + 1:]:
+            for line in lines[at + 1 :]:
                 if not line.startswith("  "):
                     break
                 pasted.append(line.strip())
@@ -311,8 +339,12 @@ async def _join_alone(settings: dict) -> str:
 
 
 def test_sasl_on_a_kafka_before_3_5_is_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "kassign.cli", "broker", "start", "--security", "sasl-ssl",
-                          "--version", "3.4.1"], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "KASSIGN_RUN_DIR": str(tmp_path)})
+    res = subprocess.run(
+        [sys.executable, "-m", "kassign.cli", "broker", "start", "--security", "sasl-ssl", "--version", "3.4.1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KASSIGN_RUN_DIR": str(tmp_path)},
+    )
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert re.search(r"needs Apache Kafka 3\.5 or newer.*3\.4\.1", res.stderr), res.stderr

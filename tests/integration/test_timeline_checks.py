@@ -56,7 +56,7 @@ def test_owners_at_a_time_inside_the_gap_is_empty():
 def test_cooperative_increments_accumulate():
     events = [
         ev("a", 1.0, "cb_assigned", [0, 1, 2, 3]),
-        ev("a", 4.0, "cb_revoked", [2, 3]),       # only what moves
+        ev("a", 4.0, "cb_revoked", [2, 3]),  # only what moves
         ev("b", 5.0, "cb_assigned", []),
         ev("b", 6.0, "cb_assigned", [2, 3]),
     ]
@@ -109,7 +109,7 @@ def test_settle_problems_are_named():
 def test_all_processed_counts_ranges_from_any_member():
     events = [
         ev("a", 1.0, "processed", ranges={"orders:0": [[0, 4]], "orders:1": [[0, 1]]}),
-        ev("b", 2.0, "processed", ranges={"0": [[5, 6]]}),   # bare number = default topic
+        ev("b", 2.0, "processed", ranges={"0": [[5, 6]]}),  # bare number = default topic
     ]
     produced = {tp(0): range(7), tp(1): [0, 1, 2]}
     assert missing_records(events, produced, default_topic=T) == {tp(1): [2]}

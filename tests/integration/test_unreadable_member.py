@@ -49,9 +49,15 @@ def test_unreadable_metadata_never_makes_a_partition_owned_twice(bootstrap_serve
     doubles: list = []
 
     def member(name: str) -> CooperativeConsumer:
-        c = CooperativeConsumer(bootstrap_servers=bootstrap_servers, group_id=group_id, client_id=name,
-                                partition_assignment_strategy=(CooperativeStickyAssignor,),
-                                session_timeout_ms=6000, heartbeat_interval_ms=250, auto_offset_reset="earliest")
+        c = CooperativeConsumer(
+            bootstrap_servers=bootstrap_servers,
+            group_id=group_id,
+            client_id=name,
+            partition_assignment_strategy=(CooperativeStickyAssignor,),
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=250,
+            auto_offset_reset="earliest",
+        )
         c.subscribe([topic], listener=Owners(table, name, doubles))
         return c
 
@@ -74,9 +80,14 @@ def test_unreadable_metadata_never_makes_a_partition_owned_twice(bootstrap_serve
         newcomer = member("newcomer")
         await newcomer.start()
         group = [leader, odd, newcomer]
-        await until(group, lambda: not odd.assignment()
-                    and set(leader.assignment()) | set(newcomer.assignment()) == partitions
-                    and len(leader.assignment()) == len(newcomer.assignment()) == 3)
+        await until(
+            group,
+            lambda: (
+                not odd.assignment()
+                and set(leader.assignment()) | set(newcomer.assignment()) == partitions
+                and len(leader.assignment()) == len(newcomer.assignment()) == 3
+            ),
+        )
         final = {c: set(c.assignment()) for c in group}
         for c in group:
             await c.stop()

@@ -38,27 +38,52 @@ class Sync:
 
 ROUNDS = {
     "cooperative first assignment": (COOP, True, [Sync(1, tps(0, 1, 2), tps(), tps(0, 1, 2), False)]),
-    "cooperative move revokes only the difference and rejoins": (COOP, False, [
-        Sync(1, tps(0, 1, 2), tps(), tps(0, 1, 2), False),
-        Sync(2, tps(0, 3), tps(1, 2), tps(3), True)]),
-    "unchanged assignment: nothing to do": (COOP, False, [
-        Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(0, 1), tps(), tps(), False)]),
-    "marked, nothing revoked, fast follow-up on: rejoin at once": (COOP, True, [
-        Sync(1, tps(0, 1), tps(), tps(0, 1), True, mark=1)]),
-    "marked but fast follow-up off: wait for the heartbeat": (COOP, False, [
-        Sync(1, tps(0, 1), tps(), tps(0, 1), False, mark=1)]),
-    "once per marked generation, in a row too": (COOP, True, [
-        Sync(1, tps(0), tps(), tps(0), True, mark=1),
-        Sync(2, tps(0), tps(), tps(), True, mark=2),
-        Sync(3, tps(0), tps(), tps(), False, mark=2),
-        Sync(4, tps(0), tps(), tps(), False),
-        Sync(5, tps(0, 1), tps(), tps(1), True, mark=5)]),
-    "a revoking member rejoins whatever the mark": (COOP, False, [
-        Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(0), tps(1), tps(), True, mark=2)]),
-    "partitions of an unsubscribed topic are ignored and the member rejoins": (COOP, False, [
-        Sync(1, tps(0) | tps(0, topic="u"), tps(), tps(0), True, foreign=tps(0, topic="u"))]),
-    "eager: everything assigned is added, nothing revoked after sync": (EAGER, False, [
-        Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(1, 2), tps(), tps(1, 2), False, mark=2)]),
+    "cooperative move revokes only the difference and rejoins": (
+        COOP,
+        False,
+        [Sync(1, tps(0, 1, 2), tps(), tps(0, 1, 2), False), Sync(2, tps(0, 3), tps(1, 2), tps(3), True)],
+    ),
+    "unchanged assignment: nothing to do": (
+        COOP,
+        False,
+        [Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(0, 1), tps(), tps(), False)],
+    ),
+    "marked, nothing revoked, fast follow-up on: rejoin at once": (
+        COOP,
+        True,
+        [Sync(1, tps(0, 1), tps(), tps(0, 1), True, mark=1)],
+    ),
+    "marked but fast follow-up off: wait for the heartbeat": (
+        COOP,
+        False,
+        [Sync(1, tps(0, 1), tps(), tps(0, 1), False, mark=1)],
+    ),
+    "once per marked generation, in a row too": (
+        COOP,
+        True,
+        [
+            Sync(1, tps(0), tps(), tps(0), True, mark=1),
+            Sync(2, tps(0), tps(), tps(), True, mark=2),
+            Sync(3, tps(0), tps(), tps(), False, mark=2),
+            Sync(4, tps(0), tps(), tps(), False),
+            Sync(5, tps(0, 1), tps(), tps(1), True, mark=5),
+        ],
+    ),
+    "a revoking member rejoins whatever the mark": (
+        COOP,
+        False,
+        [Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(0), tps(1), tps(), True, mark=2)],
+    ),
+    "partitions of an unsubscribed topic are ignored and the member rejoins": (
+        COOP,
+        False,
+        [Sync(1, tps(0) | tps(0, topic="u"), tps(), tps(0), True, foreign=tps(0, topic="u"))],
+    ),
+    "eager: everything assigned is added, nothing revoked after sync": (
+        EAGER,
+        False,
+        [Sync(1, tps(0, 1), tps(), tps(0, 1), False), Sync(2, tps(1, 2), tps(), tps(1, 2), False, mark=2)],
+    ),
 }
 
 
@@ -170,11 +195,17 @@ def _aiokafka_driver(protocol: RebalanceProtocol, fast: bool, syncs: list[Sync])
             listener.calls.clear()
             coordinator._rejoin_needed_fut = create_future()
             coordinator.generation = sync.generation
-            await coordinator._on_join_complete(sync.generation, "m-1", "cooperative-sticky",
-                                                encode_assignment(_assignment(sync)))
+            await coordinator._on_join_complete(
+                sync.generation, "m-1", "cooperative-sticky", encode_assignment(_assignment(sync))
+            )
             calls = {kind: frozenset(TopicPartition(*tp) for tp in parts) for kind, parts in listener.calls}
-            seen.append((calls.get("revoked", frozenset()), calls.get("assigned", frozenset()),
-                         coordinator._rejoin_needed_fut.done()))
+            seen.append(
+                (
+                    calls.get("revoked", frozenset()),
+                    calls.get("assigned", frozenset()),
+                    coordinator._rejoin_needed_fut.done(),
+                )
+            )
         return seen
 
     return asyncio.run(drive())
@@ -220,8 +251,13 @@ def _sim_driver(protocol: RebalanceProtocol, fast: bool, syncs: list[Sync], clie
         if protocol is EAGER:
             member.core.prepare_join(member.topics)
         member.state = "syncing"
-        member.on_sync_response(SyncResponse(generation=sync.generation, partitions=tuple(sorted(sync.partitions)),
-                                             user_data=_assignment(sync).user_data))
+        member.on_sync_response(
+            SyncResponse(
+                generation=sync.generation,
+                partitions=tuple(sorted(sync.partitions)),
+                user_data=_assignment(sync).user_data,
+            )
+        )
         ctx.loop.run(ctx.loop.now + 1.0, lambda: True)
         events = dict(ctx.events)
         seen.append((events.get("cb_revoked", frozenset()), events.get("cb_assigned", frozenset()), ctx.joins > joins))

@@ -47,12 +47,28 @@ def ids(*parts: int, topic: uuid.UUID = T) -> frozenset[TopicIdPartition]:
     return frozenset(TopicIdPartition(topic, p) for p in parts)
 
 
-def answer(epoch: int = 1, assignment: dict[uuid.UUID, list[int]] | None = None, *, interval: int = 500,
-           member_id: str | None = None, error: int = 0, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
-    body = None if assignment is None else ConsumerGroupHeartbeatAssignment(
-        [TopicIdPartitions(t, ps) for t, ps in assignment.items()])
-    return ConsumerGroupHeartbeatResponse(error_code=error, error_message=message, member_id=member_id,
-                                          member_epoch=epoch, heartbeat_interval_ms=interval, assignment=body)
+def answer(
+    epoch: int = 1,
+    assignment: dict[uuid.UUID, list[int]] | None = None,
+    *,
+    interval: int = 500,
+    member_id: str | None = None,
+    error: int = 0,
+    message: str | None = None,
+) -> ConsumerGroupHeartbeatResponse:
+    body = (
+        None
+        if assignment is None
+        else ConsumerGroupHeartbeatAssignment([TopicIdPartitions(t, ps) for t, ps in assignment.items()])
+    )
+    return ConsumerGroupHeartbeatResponse(
+        error_code=error,
+        error_message=message,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval,
+        assignment=body,
+    )
 
 
 def member(**kwargs: Any) -> ConsumerGroupMember:
@@ -78,8 +94,14 @@ def joined(assignment: dict[uuid.UUID, list[int]] | None = None, **kwargs: Any) 
 def fields(request: ConsumerGroupHeartbeatRequest) -> dict[str, Any]:
     """The request's fields that differ from "unchanged" (None / -1), plus the always-sent ones."""
     out: dict[str, Any] = {"member_epoch": request.member_epoch}
-    for name in ("instance_id", "rack_id", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor",
-                 "topic_partitions"):
+    for name in (
+        "instance_id",
+        "rack_id",
+        "subscribed_topic_names",
+        "subscribed_topic_regex",
+        "server_assignor",
+        "topic_partitions",
+    ):
         value = getattr(request, name)
         if value is not None:
             out[name] = value
@@ -90,8 +112,14 @@ def fields(request: ConsumerGroupHeartbeatRequest) -> dict[str, Any]:
 
 # -- what each heartbeat carries -------------------------------------------------------------------
 
-FULL_JOIN = {"member_epoch": 0, "rack_id": "r1", "rebalance_timeout_ms": 60000,
-             "subscribed_topic_names": ["orders"], "server_assignor": "uniform", "topic_partitions": []}
+FULL_JOIN = {
+    "member_epoch": 0,
+    "rack_id": "r1",
+    "rebalance_timeout_ms": 60000,
+    "subscribed_topic_names": ["orders"],
+    "server_assignor": "uniform",
+    "topic_partitions": [],
+}
 
 
 def _steady(m: ConsumerGroupMember) -> None:
@@ -104,13 +132,16 @@ HEARTBEATS = {
     "steady state: only group, member id and epoch": ([_steady], {"member_epoch": 1}),
     "subscription change: only the topic names": (
         [_steady, lambda m: m.subscribe(["orders", "audit"])],
-        {"member_epoch": 1, "subscribed_topic_names": ["audit", "orders"]}),
+        {"member_epoch": 1, "subscribed_topic_names": ["audit", "orders"]},
+    ),
     "after an error answer: every field again, owned included": (
         [_steady, lambda m: (m.build_heartbeat(), m.on_heartbeat_response(answer(1, error=14)))],
-        {**FULL_JOIN, "member_epoch": 1}),
+        {**FULL_JOIN, "member_epoch": 1},
+    ),
     "after a lost answer: every field again": (
         [_steady, lambda m: (m.build_heartbeat(), m.on_heartbeat_failure("timed out"))],
-        {**FULL_JOIN, "member_epoch": 1}),
+        {**FULL_JOIN, "member_epoch": 1},
+    ),
 }
 
 
@@ -176,31 +207,47 @@ def test_member_id_is_generated_like_kafka_clients_and_kept():
 RECONCILE = {
     # owned, target, names known -> assigned, added, revoked, unresolved
     "first assignment: everything added": (set(), ids(0, 1), NAMES, tps(0, 1), tps(0, 1), tps(), set()),
-    "a move: revoke only what is no longer assigned": (
-        {0, 1, 2}, ids(0, 1), NAMES, tps(0, 1), tps(), tps(2), set()),
+    "a move: revoke only what is no longer assigned": ({0, 1, 2}, ids(0, 1), NAMES, tps(0, 1), tps(), tps(2), set()),
     "the broker gives freed partitions later: added only": (
-        {0, 1}, ids(0, 1, 3), NAMES, tps(0, 1, 3), tps(3), tps(), set()),
+        {0, 1},
+        ids(0, 1, 3),
+        NAMES,
+        tps(0, 1, 3),
+        tps(3),
+        tps(),
+        set(),
+    ),
     "revoke and add in one step": ({0, 1}, ids(1, 2), NAMES, tps(1, 2), tps(2), tps(0), set()),
     "everything taken away": ({0, 1}, frozenset(), NAMES, tps(), tps(), tps(0, 1), set()),
     "unknown topic id waits for metadata, the rest goes on": (
-        {0}, ids(0, 1) | ids(5, topic=U), {T: "orders"}, tps(0, 1), tps(1), tps(), {U}),
+        {0},
+        ids(0, 1) | ids(5, topic=U),
+        {T: "orders"},
+        tps(0, 1),
+        tps(1),
+        tps(),
+        {U},
+    ),
 }
 
 
-@pytest.mark.parametrize("owned, target, names, assigned, added, revoked, unresolved", RECONCILE.values(),
-                         ids=RECONCILE.keys())
+@pytest.mark.parametrize(
+    "owned, target, names, assigned, added, revoked, unresolved", RECONCILE.values(), ids=RECONCILE.keys()
+)
 def test_reconciliation(owned, target, names, assigned, added, revoked, unresolved):
     m = joined({T: sorted(owned)} if owned else None)
     m.build_heartbeat()
-    m.on_heartbeat_response(answer(2, {t: sorted(p.partition for p in target if p.topic_id == t)
-                                       for t in {p.topic_id for p in target}}))
+    m.on_heartbeat_response(
+        answer(2, {t: sorted(p.partition for p in target if p.topic_id == t) for t in {p.topic_id for p in target}})
+    )
     assert m.state is MemberState.RECONCILING
     rec = m.maybe_reconcile(names)
     assert (rec.assigned, rec.added, rec.revoked) == (assigned, added, revoked)
     assert rec.kept == assigned - added
     assert m.unresolved_topic_ids == unresolved
-    expected = (([CommitOffsets(revoked), RevokePartitions(revoked)] if revoked else [])
-                + [AssignPartitions(assigned, added)])
+    expected = ([CommitOffsets(revoked), RevokePartitions(revoked)] if revoked else []) + [
+        AssignPartitions(assigned, added)
+    ]
     assert rec.actions == expected
     assert m.maybe_reconcile(names) is None, "one reconciliation at a time"
     assert m.reconciliation_done(rec) and m.owned == assigned
@@ -366,6 +413,7 @@ def test_fatal_message_keeps_the_brokers_words():
 
 # -- when heartbeats are due -----------------------------------------------------------------------
 
+
 def test_heartbeat_timing():
     m = member()
     assert m.heartbeat_delay(0.0) is None  # unsubscribed: none
@@ -380,6 +428,7 @@ def test_heartbeat_timing():
 
 
 # -- commits ---------------------------------------------------------------------------------------
+
 
 def test_commit_identity_follows_the_epoch():
     m = member()
@@ -396,8 +445,12 @@ def test_commit_identity_follows_the_epoch():
 
 # -- leaving ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("instance_id, epoch", [(None, LEAVE_EPOCH), ("i-1", STATIC_LEAVE_EPOCH)],
-                         ids=["dynamic leaves with -1", "static leaves with -2 (temporary)"])
+
+@pytest.mark.parametrize(
+    "instance_id, epoch",
+    [(None, LEAVE_EPOCH), ("i-1", STATIC_LEAVE_EPOCH)],
+    ids=["dynamic leaves with -1", "static leaves with -2 (temporary)"],
+)
 def test_leave(instance_id, epoch):
     m = joined({T: [0, 1]}, instance_id=instance_id)
     assert m.leave() == [CommitOffsets(tps(0, 1)), RevokePartitions(tps(0, 1))]
@@ -408,8 +461,9 @@ def test_leave(instance_id, epoch):
     m.leave_prepared()
     assert m.state is MemberState.LEAVING and m.heartbeat_delay(0.0) == 0.0
     request = m.build_heartbeat()
-    assert fields(request) == ({"member_epoch": epoch} if instance_id is None
-                               else {"member_epoch": epoch, "instance_id": instance_id})
+    assert fields(request) == (
+        {"member_epoch": epoch} if instance_id is None else {"member_epoch": epoch, "instance_id": instance_id}
+    )
     assert m.state is MemberState.UNSUBSCRIBED and m.heartbeat_delay(100.0) is None and m.owned == frozenset()
     m.on_heartbeat_response(answer(epoch, {T: [0]}))  # the answer to the leave changes nothing
     assert m.state is MemberState.UNSUBSCRIBED
@@ -446,10 +500,15 @@ def test_poll_timeout_leaves_loses_and_rejoins_on_the_next_poll():
 
 # -- arguments -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call", [
-    lambda m: m.subscribe([]),
-    lambda m: m.subscribe(["a"], regex="b.*"),
-], ids=["no topics", "topics and regex"])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.subscribe([]),
+        lambda m: m.subscribe(["a"], regex="b.*"),
+    ],
+    ids=["no topics", "topics and regex"],
+)
 def test_bad_subscriptions(call):
     with pytest.raises(ValueError):
         call(member())
@@ -526,11 +585,15 @@ def test_a_partial_target_equal_to_the_owned_set_is_acknowledged_and_reconciled_
     assert rec is not None and rec.added == tps(3, topic="payments")
 
 
-@pytest.mark.parametrize("fail", [
-    lambda m: m.on_heartbeat_failure("connection reset"),
-    lambda m: m.on_heartbeat_response(answer(1, error=14)),  # COORDINATOR_LOAD_IN_PROGRESS
-    lambda m: m.on_heartbeat_response(answer(1, error=7)),  # REQUEST_TIMED_OUT
-], ids=["lost answer", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"])
+@pytest.mark.parametrize(
+    "fail",
+    [
+        lambda m: m.on_heartbeat_failure("connection reset"),
+        lambda m: m.on_heartbeat_response(answer(1, error=14)),  # COORDINATOR_LOAD_IN_PROGRESS
+        lambda m: m.on_heartbeat_response(answer(1, error=7)),  # REQUEST_TIMED_OUT
+    ],
+    ids=["lost answer", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"],
+)
 def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(fail):
     m = joined(retry_backoff_ms=100, retry_backoff_max_ms=1000)
     m.on_heartbeat_response(answer(1, interval=5000))
@@ -589,10 +652,14 @@ def test_topic_authorization_failure_while_joining_keeps_joining():
     assert m.state is MemberState.JOINING and m.build_heartbeat().member_epoch == 0
 
 
-@pytest.mark.parametrize("switch", [
-    lambda m: m.subscribe(["orders"]),
-    lambda m: m.subscribe(regex=""),
-], ids=["to topics", "to an empty regex"])
+@pytest.mark.parametrize(
+    "switch",
+    [
+        lambda m: m.subscribe(["orders"]),
+        lambda m: m.subscribe(regex=""),
+    ],
+    ids=["to topics", "to an empty regex"],
+)
 def test_dropping_a_regex_subscription_sends_an_empty_regex(switch):
     m = member()
     m.subscribe(regex="orders-.*")
@@ -663,6 +730,7 @@ def test_the_leave_heartbeat_does_not_wait_for_one_in_flight():
 
 
 # -- what a commit issued earlier may still commit (issue #27) -------------------------------------
+
 
 def test_held_since_counts_only_partitions_owned_without_interruption():
     m = joined({T: [0, 1, 2]})

@@ -28,8 +28,9 @@ SOURCES = [
 def _read_source(kafka: Path, path: str) -> str:
     if (kafka / path).exists():
         return (kafka / path).read_text()
-    return subprocess.run(["git", "--git-dir", str(kafka), "show", f"HEAD:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "--git-dir", str(kafka), "show", f"HEAD:{path}"], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def random_cases(rng: random.Random, count: int) -> list[dict]:
@@ -44,13 +45,15 @@ def random_cases(rng: random.Random, count: int) -> list[dict]:
         brokers = [[b, rng.choice(rack_names) if racked else None] for b in ids]
         if racked and rng.random() < 0.05:
             brokers[0][1] = None  # racks on some brokers only: Kafka refuses
-        cases.append({
-            "brokers": brokers,
-            "partitions": rng.choice([0, rng.randint(1, 40)]) if rng.random() < 0.1 else rng.randint(1, 40),
-            "replication_factor": rng.randint(0, n + 1) if rng.random() < 0.1 else rng.randint(1, n),
-            "fixed_start_index": rng.choice([0, rng.randint(0, 3 * n)]),
-            "start_partition_id": rng.choice([-1, 0, rng.randint(0, 50)]),
-        })
+        cases.append(
+            {
+                "brokers": brokers,
+                "partitions": rng.choice([0, rng.randint(1, 40)]) if rng.random() < 0.1 else rng.randint(1, 40),
+                "replication_factor": rng.randint(0, n + 1) if rng.random() < 0.1 else rng.randint(1, n),
+                "fixed_start_index": rng.choice([0, rng.randint(0, 3 * n)]),
+                "start_partition_id": rng.choice([-1, 0, rng.randint(0, 50)]),
+            }
+        )
     return cases
 
 
@@ -71,9 +74,15 @@ def main(kafka_dir: str) -> int:
         lines = "".join(
             ",".join(f"{b}:{r or ''}" for b, r in c["brokers"])
             + f"\t{c['partitions']}\t{c['replication_factor']}\t{c['fixed_start_index']}\t{c['start_partition_id']}\n"
-            for c in cases)
-        out = subprocess.run(["java", "-cp", os.pathsep.join([tmp, cp]), "PlacementOracle"], input=lines,
-                             capture_output=True, text=True, check=True).stdout.splitlines()
+            for c in cases
+        )
+        out = subprocess.run(
+            ["java", "-cp", os.pathsep.join([tmp, cp]), "PlacementOracle"],
+            input=lines,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
     with open(HERE / "kafka_vectors.jsonl", "w", encoding="utf-8") as fh:
         for case, answer in zip(cases, out, strict=True):
             if answer.startswith("OK"):

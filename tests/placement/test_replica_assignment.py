@@ -19,8 +19,18 @@ VECTORS = Path(__file__).with_name("kafka_vectors.jsonl")
 
 def test_kafka_rack_unaware_vector() -> None:
     """AdminRackAwareTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, fixed start 0."""
-    expected = {0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3, 4], 3: [3, 4, 0], 4: [4, 0, 1],
-                5: [0, 2, 3], 6: [1, 3, 4], 7: [2, 4, 0], 8: [3, 0, 1], 9: [4, 1, 2]}
+    expected = {
+        0: [0, 1, 2],
+        1: [1, 2, 3],
+        2: [2, 3, 4],
+        3: [3, 4, 0],
+        4: [4, 0, 1],
+        5: [0, 2, 3],
+        6: [1, 3, 4],
+        7: [2, 4, 0],
+        8: [3, 0, 1],
+        9: [4, 1, 2],
+    }
     assert assign_replicas_to_brokers([0, 1, 2, 3, 4], 10, 3, fixed_start_index=0) == expected
     assert assign_replicas_to_brokers({b: None for b in range(5)}, 10, 3, fixed_start_index=0) == expected
 
@@ -56,13 +66,20 @@ def test_matches_kafka_admin_utils_on_random_clusters() -> None:
             assert assign_replicas_to_brokers(*args, **kwargs) == expected, case
 
 
-@pytest.mark.parametrize(("brokers", "partitions", "rf", "reason"), [
-    ([0, 1, 2], 0, 1, "Number of partitions must be larger than 0."),
-    ([0, 1, 2], 3, 0, "Replication factor must be larger than 0."),
-    ([0, 1, 2], 3, 4, "Replication factor: 4 larger than available brokers: 3."),
-    ({0: "r1", 1: "r3", 2: "r3", 3: "r2", 4: None}, 10, 5,
-     "Not all brokers have rack information for replica rack aware assignment."),
-])
+@pytest.mark.parametrize(
+    ("brokers", "partitions", "rf", "reason"),
+    [
+        ([0, 1, 2], 0, 1, "Number of partitions must be larger than 0."),
+        ([0, 1, 2], 3, 0, "Replication factor must be larger than 0."),
+        ([0, 1, 2], 3, 4, "Replication factor: 4 larger than available brokers: 3."),
+        (
+            {0: "r1", 1: "r3", 2: "r3", 3: "r2", 4: None},
+            10,
+            5,
+            "Not all brokers have rack information for replica rack aware assignment.",
+        ),
+    ],
+)
 def test_kafka_errors(brokers, partitions, rf, reason) -> None:
     with pytest.raises(ValueError) as info:
         assign_replicas_to_brokers(brokers, partitions, rf)
@@ -84,8 +101,9 @@ def test_random_start_draws_from_rng() -> None:
     brokers = list(range(7))
     outcomes = {json.dumps(assign_replicas_to_brokers(brokers, 9, 3, rng=random.Random(seed))) for seed in range(60)}
     assert len(outcomes) > 7  # start index and shift are drawn independently: up to 49 outcomes
-    assert assign_replicas_to_brokers(brokers, 9, 3, rng=random.Random(5)) == \
-        assign_replicas_to_brokers(brokers, 9, 3, rng=random.Random(5))
+    assert assign_replicas_to_brokers(brokers, 9, 3, rng=random.Random(5)) == assign_replicas_to_brokers(
+        brokers, 9, 3, rng=random.Random(5)
+    )
     # Whatever was drawn, leaders still walk the broker list in order from a start index.
     for outcome in map(json.loads, outcomes):
         first = brokers.index(outcome["0"][0])
@@ -94,10 +112,12 @@ def test_random_start_draws_from_rng() -> None:
     assert any(json.dumps(assign_replicas_to_brokers(brokers, 9, 3, fixed_start_index=s)) in outcomes for s in range(7))
 
 
-clusters = st.integers(1, 12).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 99), min_size=n, max_size=n, unique=True),
-    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=n, max_size=n),
-))
+clusters = st.integers(1, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 99), min_size=n, max_size=n, unique=True),
+        st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=n, max_size=n),
+    )
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -108,8 +128,9 @@ def test_placement_properties(cluster, n_partitions, data) -> None:
     brokers = dict(zip(ids, racks)) if rack_aware else ids
     rf = data.draw(st.integers(1, len(ids)))
     start = data.draw(st.integers(-1, 3 * len(ids)))
-    result = assign_replicas_to_brokers(brokers, n_partitions, rf, fixed_start_index=start,
-                                        rng=random.Random(data.draw(st.integers(0, 1000))))
+    result = assign_replicas_to_brokers(
+        brokers, n_partitions, rf, fixed_start_index=start, rng=random.Random(data.draw(st.integers(0, 1000)))
+    )
     assert sorted(result) == list(range(n_partitions))
     for replicas in result.values():
         assert len(replicas) == rf and len(set(replicas)) == rf and set(replicas) <= set(ids)
@@ -139,8 +160,13 @@ def test_replicas_spread_evenly_when_racks_are_balanced() -> None:
 
 def test_reassignment_json_shape() -> None:
     doc = reassignment_json("orders", {1: [2, 0], 0: [0, 1]})
-    assert doc == {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [0, 1]},
-                                                {"topic": "orders", "partition": 1, "replicas": [2, 0]}]}
+    assert doc == {
+        "version": 1,
+        "partitions": [
+            {"topic": "orders", "partition": 0, "replicas": [0, 1]},
+            {"topic": "orders", "partition": 1, "replicas": [2, 0]},
+        ],
+    }
     with pytest.raises(ValueError):
         reassignment_json("", {})
 

@@ -33,8 +33,9 @@ def java_oracle() -> Iterator[JavaProtocolOracle]:
         cmd = java_command(classes, "ProtocolOracle", heap="256m")
     except JavaUnavailable as exc:
         pytest.fail(f"Java conformance tests need Java 17 and kafka-clients: {exc}")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, encoding="utf-8")
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8"
+    )
     try:
         yield JavaProtocolOracle(proc)
     finally:

@@ -56,8 +56,14 @@ T3 = uuid.UUID("ffffffff-ffff-ffff-ffff-ffffffffffff")
 TAGS = (RawTaggedField(0, b""), RawTaggedField(3, b"\x01\x02"), RawTaggedField(200, b"x" * 130))
 
 MESSAGES: tuple[type[Message], ...] = (
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    RequestHeader,
+    ResponseHeader,
 )
 
 #: (case id, message, version): every one is valid and written by Java without error.
@@ -69,58 +75,210 @@ def _case(name: str, message: Message, *versions: int) -> None:
         CASES.append((f"{name}-v{version}", message, version))
 
 
-_case("heartbeat-join", ConsumerGroupHeartbeatRequest(
-    "orders-group", "", 0, instance_id="instance-1", rack_id="rack-a", rebalance_timeout_ms=300_000,
-    subscribed_topic_names=["orders", "payments"], server_assignor="uniform", topic_partitions=[]), 0, 1)
-_case("heartbeat-join-regex", ConsumerGroupHeartbeatRequest(
-    "orders-group", "", 0, rebalance_timeout_ms=45_000, subscribed_topic_names=[], subscribed_topic_regex="orders-.*",
-    topic_partitions=[]), 1)
+_case(
+    "heartbeat-join",
+    ConsumerGroupHeartbeatRequest(
+        "orders-group",
+        "",
+        0,
+        instance_id="instance-1",
+        rack_id="rack-a",
+        rebalance_timeout_ms=300_000,
+        subscribed_topic_names=["orders", "payments"],
+        server_assignor="uniform",
+        topic_partitions=[],
+    ),
+    0,
+    1,
+)
+_case(
+    "heartbeat-join-regex",
+    ConsumerGroupHeartbeatRequest(
+        "orders-group",
+        "",
+        0,
+        rebalance_timeout_ms=45_000,
+        subscribed_topic_names=[],
+        subscribed_topic_regex="orders-.*",
+        topic_partitions=[],
+    ),
+    1,
+)
 _case("heartbeat-steady-all-null", ConsumerGroupHeartbeatRequest("g", "9dEw2kQ_Ri-1xYwq8nLr0A", 17), 0, 1)
-_case("heartbeat-ack-owned", ConsumerGroupHeartbeatRequest("g", "m", 18, topic_partitions=[
-    TopicIdPartitions(T1, [0, 1, 2]), TopicIdPartitions(T2, []), TopicIdPartitions(T3, [2**31 - 1, -1])]), 0, 1)
+_case(
+    "heartbeat-ack-owned",
+    ConsumerGroupHeartbeatRequest(
+        "g",
+        "m",
+        18,
+        topic_partitions=[
+            TopicIdPartitions(T1, [0, 1, 2]),
+            TopicIdPartitions(T2, []),
+            TopicIdPartitions(T3, [2**31 - 1, -1]),
+        ],
+    ),
+    0,
+    1,
+)
 _case("heartbeat-leave", ConsumerGroupHeartbeatRequest("g", "m", -1), 0, 1)
 _case("heartbeat-static-leave", ConsumerGroupHeartbeatRequest("g", "m", -2, instance_id="i"), 0, 1)
-_case("heartbeat-empty-strings", ConsumerGroupHeartbeatRequest("", "", 0, instance_id="", rack_id="",
-                                                               subscribed_topic_names=[""], server_assignor=""), 0, 1)
-_case("heartbeat-non-ascii", ConsumerGroupHeartbeatRequest("gr\u00fcppe", "m\U0001f600", 3, rack_id="\uff21",
-                                                           subscribed_topic_names=["t\u00e9", "\U0001f600"]), 0, 1)
-_case("heartbeat-unknown-tags", ConsumerGroupHeartbeatRequest(
-    "g", "m", 1, topic_partitions=[TopicIdPartitions(T1, [4], unknown_tagged_fields=TAGS[1:2])],
-    unknown_tagged_fields=TAGS), 0, 1)
+_case(
+    "heartbeat-empty-strings",
+    ConsumerGroupHeartbeatRequest(
+        "", "", 0, instance_id="", rack_id="", subscribed_topic_names=[""], server_assignor=""
+    ),
+    0,
+    1,
+)
+_case(
+    "heartbeat-non-ascii",
+    ConsumerGroupHeartbeatRequest(
+        "gr\u00fcppe", "m\U0001f600", 3, rack_id="\uff21", subscribed_topic_names=["t\u00e9", "\U0001f600"]
+    ),
+    0,
+    1,
+)
+_case(
+    "heartbeat-unknown-tags",
+    ConsumerGroupHeartbeatRequest(
+        "g",
+        "m",
+        1,
+        topic_partitions=[TopicIdPartitions(T1, [4], unknown_tagged_fields=TAGS[1:2])],
+        unknown_tagged_fields=TAGS,
+    ),
+    0,
+    1,
+)
 _case("heartbeat-response-no-assignment", ConsumerGroupHeartbeatResponse(0, 0, None, None, 17, 5000), 0, 1)
-_case("heartbeat-response-joined", ConsumerGroupHeartbeatResponse(
-    12, 0, None, "9dEw2kQ_Ri-1xYwq8nLr0A", 1, 5000, ConsumerGroupHeartbeatAssignment([])), 0, 1)
-_case("heartbeat-response-assignment", ConsumerGroupHeartbeatResponse(0, 0, None, None, 2, 3000,
-    ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T1, [5, 3, 1]), TopicIdPartitions(T2, [0])],
-                                     unknown_tagged_fields=TAGS[:1])), 0, 1)
-_case("heartbeat-response-fenced", ConsumerGroupHeartbeatResponse(0, 110, "The member epoch is fenced.", None, -1, 0),
-      0, 1)
+_case(
+    "heartbeat-response-joined",
+    ConsumerGroupHeartbeatResponse(
+        12, 0, None, "9dEw2kQ_Ri-1xYwq8nLr0A", 1, 5000, ConsumerGroupHeartbeatAssignment([])
+    ),
+    0,
+    1,
+)
+_case(
+    "heartbeat-response-assignment",
+    ConsumerGroupHeartbeatResponse(
+        0,
+        0,
+        None,
+        None,
+        2,
+        3000,
+        ConsumerGroupHeartbeatAssignment(
+            [TopicIdPartitions(T1, [5, 3, 1]), TopicIdPartitions(T2, [0])], unknown_tagged_fields=TAGS[:1]
+        ),
+    ),
+    0,
+    1,
+)
+_case(
+    "heartbeat-response-fenced",
+    ConsumerGroupHeartbeatResponse(0, 110, "The member epoch is fenced.", None, -1, 0),
+    0,
+    1,
+)
 _case("heartbeat-response-tags", ConsumerGroupHeartbeatResponse(unknown_tagged_fields=TAGS), 0, 1)
-_case("commit-member-epoch", OffsetCommitRequest("g", 7, "m", None, [
-    OffsetCommitRequestTopic("orders", T1, [OffsetCommitRequestPartition(0, 42, 3, ""),
-                                            OffsetCommitRequestPartition(1, 2**63 - 1, -1, None)]),
-    OffsetCommitRequestTopic("payments", T2, [OffsetCommitRequestPartition(9, 0, 0, "meta\u00e9")])]), 9, 10)
+_case(
+    "commit-member-epoch",
+    OffsetCommitRequest(
+        "g",
+        7,
+        "m",
+        None,
+        [
+            OffsetCommitRequestTopic(
+                "orders",
+                T1,
+                [OffsetCommitRequestPartition(0, 42, 3, ""), OffsetCommitRequestPartition(1, 2**63 - 1, -1, None)],
+            ),
+            OffsetCommitRequestTopic("payments", T2, [OffsetCommitRequestPartition(9, 0, 0, "meta\u00e9")]),
+        ],
+    ),
+    9,
+    10,
+)
 _case("commit-static-empty", OffsetCommitRequest("g", -1, "", "instance-1", []), 9, 10)
-_case("commit-topic-no-partitions", OffsetCommitRequest("g", 3, "m", topics=[
-    OffsetCommitRequestTopic("t", T3, [], unknown_tagged_fields=TAGS[2:])], unknown_tagged_fields=TAGS[:2]), 9, 10)
-_case("commit-response", OffsetCommitResponse(5, [
-    OffsetCommitResponseTopic("orders", T1,
-                              [OffsetCommitResponsePartition(0, 0), OffsetCommitResponsePartition(1, 113)]),
-    OffsetCommitResponseTopic("x", T2, [])]), 9, 10)
+_case(
+    "commit-topic-no-partitions",
+    OffsetCommitRequest(
+        "g",
+        3,
+        "m",
+        topics=[OffsetCommitRequestTopic("t", T3, [], unknown_tagged_fields=TAGS[2:])],
+        unknown_tagged_fields=TAGS[:2],
+    ),
+    9,
+    10,
+)
+_case(
+    "commit-response",
+    OffsetCommitResponse(
+        5,
+        [
+            OffsetCommitResponseTopic(
+                "orders", T1, [OffsetCommitResponsePartition(0, 0), OffsetCommitResponsePartition(1, 113)]
+            ),
+            OffsetCommitResponseTopic("x", T2, []),
+        ],
+    ),
+    9,
+    10,
+)
 _case("commit-response-empty", OffsetCommitResponse(), 9, 10)
-_case("fetch-member", OffsetFetchRequest([OffsetFetchRequestGroup("g", "m", 7, [
-    OffsetFetchRequestTopics("orders", T1, [0, 1, 2]), OffsetFetchRequestTopics("p", T2, [])])], True), 9, 10)
+_case(
+    "fetch-member",
+    OffsetFetchRequest(
+        [
+            OffsetFetchRequestGroup(
+                "g", "m", 7, [OffsetFetchRequestTopics("orders", T1, [0, 1, 2]), OffsetFetchRequestTopics("p", T2, [])]
+            )
+        ],
+        True,
+    ),
+    9,
+    10,
+)
 _case("fetch-all-topics", OffsetFetchRequest([OffsetFetchRequestGroup("g", None, -1, None)]), 9, 10)
-_case("fetch-no-topics-two-groups", OffsetFetchRequest([
-    OffsetFetchRequestGroup("a", "m", 1, []), OffsetFetchRequestGroup("b", "", 0, [], unknown_tagged_fields=TAGS)]),
-      9, 10)
+_case(
+    "fetch-no-topics-two-groups",
+    OffsetFetchRequest(
+        [OffsetFetchRequestGroup("a", "m", 1, []), OffsetFetchRequestGroup("b", "", 0, [], unknown_tagged_fields=TAGS)]
+    ),
+    9,
+    10,
+)
 _case("fetch-no-groups", OffsetFetchRequest(), 9, 10)
-_case("fetch-response", OffsetFetchResponse(0, [OffsetFetchResponseGroup("g", [
-    OffsetFetchResponseTopics("orders", T1, [OffsetFetchResponsePartitions(0, 42, 3, "", 0),
-                                             OffsetFetchResponsePartitions(1, -1, -1, None, 0)])], 0),
-    OffsetFetchResponseGroup("h", [], 16)]), 9, 10)
+_case(
+    "fetch-response",
+    OffsetFetchResponse(
+        0,
+        [
+            OffsetFetchResponseGroup(
+                "g",
+                [
+                    OffsetFetchResponseTopics(
+                        "orders",
+                        T1,
+                        [
+                            OffsetFetchResponsePartitions(0, 42, 3, "", 0),
+                            OffsetFetchResponsePartitions(1, -1, -1, None, 0),
+                        ],
+                    )
+                ],
+                0,
+            ),
+            OffsetFetchResponseGroup("h", [], 16),
+        ],
+    ),
+    9,
+    10,
+)
 _case("request-header", RequestHeader(68, 1, 7, "kassign-client"), 1, 2)
-_case("request-header-null-client", RequestHeader(8, 10, -2**31, None), 1, 2)
+_case("request-header-null-client", RequestHeader(8, 10, -(2**31), None), 1, 2)
 _case("request-header-non-ascii", RequestHeader(9, 9, 2**31 - 1, "cl\u00efent-\U0001f600"), 1, 2)
 _case("request-header-tags", RequestHeader(68, 0, 1, "", unknown_tagged_fields=TAGS), 2)
 _case("response-header", ResponseHeader(123), 0, 1)
@@ -131,8 +289,13 @@ REFUSED: list[tuple[str, Message, int]] = [
     ("regex-at-v0", ConsumerGroupHeartbeatRequest("g", "m", 0, subscribed_topic_regex="a.*"), 0),
     ("tags-not-ascending", ConsumerGroupHeartbeatRequest("g", unknown_tagged_fields=(TAGS[1], TAGS[0])), 1),
     ("tags-repeated", OffsetCommitResponse(unknown_tagged_fields=(TAGS[1], TAGS[1])), 9),
-    ("nested-tags-not-ascending", ConsumerGroupHeartbeatResponse(assignment=ConsumerGroupHeartbeatAssignment(
-        unknown_tagged_fields=(TAGS[2], TAGS[1]))), 0),
+    (
+        "nested-tags-not-ascending",
+        ConsumerGroupHeartbeatResponse(
+            assignment=ConsumerGroupHeartbeatAssignment(unknown_tagged_fields=(TAGS[2], TAGS[1]))
+        ),
+        0,
+    ),
     ("tags-on-header-v1", RequestHeader(68, 0, 1, "c", unknown_tagged_fields=TAGS[:1]), 1),
     ("tags-on-header-v0", ResponseHeader(1, unknown_tagged_fields=TAGS[:1]), 0),
     ("null-non-nullable-member-id", ConsumerGroupHeartbeatRequest("g", None), 0),  # type: ignore[arg-type]
@@ -144,6 +307,7 @@ REFUSED: list[tuple[str, Message, int]] = [
 
 
 # ---- the JSON the Java oracle reads and writes ----
+
 
 def camel(name: str) -> str:
     """Kafka's generated field name for a snake_case field."""
@@ -244,5 +408,9 @@ def random_struct(rng: random.Random, struct: type[FlexibleStruct], version: int
 def random_cases(seed: int, per_version: int) -> list[tuple[str, Message, int]]:
     """``per_version`` random messages of every class at every supported version."""
     rng = random.Random(seed)
-    return [(f"{m.__name__}-v{v}-{i}", random_struct(rng, m, v), v)
-            for m in MESSAGES for v in range(m.LOWEST_VERSION, m.HIGHEST_VERSION + 1) for i in range(per_version)]
+    return [
+        (f"{m.__name__}-v{v}-{i}", random_struct(rng, m, v), v)
+        for m in MESSAGES
+        for v in range(m.LOWEST_VERSION, m.HIGHEST_VERSION + 1)
+        for i in range(per_version)
+    ]

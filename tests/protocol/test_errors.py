@@ -19,8 +19,9 @@ from kassign.protocol import (
     encode_subscription,
 )
 
-SUB = Subscription(["orders", "payments"], b"ud", [TopicPartition("orders", 0), TopicPartition("payments", 3)], 4,
-                   "az1")
+SUB = Subscription(
+    ["orders", "payments"], b"ud", [TopicPartition("orders", 0), TopicPartition("payments", 3)], 4, "az1"
+)
 ASSIGNMENT = Assignment([TopicPartition("orders", 0), TopicPartition("orders", 1)], b"ud")
 
 

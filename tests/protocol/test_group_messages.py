@@ -39,40 +39,58 @@ STEADY = ConsumerGroupHeartbeatRequest("g", "m", 5)
 
 # ---- layouts derived by hand from the schemas ----
 
+
 def test_steady_heartbeat_v0_layout() -> None:
     expected = bytes.fromhex(
-        "0267"        # group_id "g": compact length 1 + 1
-        "026d"        # member_id "m"
-        "00000005"    # member_epoch
-        "00" "00"     # instance_id, rack_id: null
-        "ffffffff"    # rebalance_timeout_ms -1: unchanged
-        "00" "00" "00"  # subscribed_topic_names, server_assignor, topic_partitions: null
-        "00")         # no tagged fields
+        "0267"  # group_id "g": compact length 1 + 1
+        "026d"  # member_id "m"
+        "00000005"  # member_epoch
+        "00"
+        "00"  # instance_id, rack_id: null
+        "ffffffff"  # rebalance_timeout_ms -1: unchanged
+        "00"
+        "00"
+        "00"  # subscribed_topic_names, server_assignor, topic_partitions: null
+        "00"
+    )  # no tagged fields
     assert STEADY.encode(0) == expected
     # v1 inserts the null subscribed_topic_regex after the topic names.
     assert STEADY.encode(1) == expected[:-3] + b"\x00" + expected[-3:]
 
 
 def test_heartbeat_response_assignment_layout() -> None:
-    response = ConsumerGroupHeartbeatResponse(0, 0, None, None, 3, 5000, ConsumerGroupHeartbeatAssignment(
-        [TopicIdPartitions(T2, [7])]))
-    assert response.encode(1) == bytes.fromhex(
-        "00000000" "0000" "00" "00" "00000003" "00001388"
-        "01"                                  # assignment present (nullable struct marker)
-        "02" + "00" * 15 + "01" + "02" "00000007" "00"  # one topic: id, [7], no tags
-        "00"                                  # assignment's tags
-        "00")                                 # response's tags
+    response = ConsumerGroupHeartbeatResponse(
+        0, 0, None, None, 3, 5000, ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T2, [7])])
+    )
+    assert (
+        response.encode(1)
+        == bytes.fromhex(
+            "00000000"
+            "0000"
+            "00"
+            "00"
+            "00000003"
+            "00001388"
+            "01"  # assignment present (nullable struct marker)
+            "02" + "00" * 15 + "01" + "02"
+            "00000007"
+            "00"  # one topic: id, [7], no tags
+            "00"  # assignment's tags
+            "00"
+        )
+    )  # response's tags
 
 
 def test_offset_commit_v10_writes_the_topic_id_not_the_name() -> None:
-    request = OffsetCommitRequest("g", 4, "m", None, [OffsetCommitRequestTopic("orders", T2, [
-        OffsetCommitRequestPartition(1, 42, -1, None)])])
+    request = OffsetCommitRequest(
+        "g", 4, "m", None, [OffsetCommitRequestTopic("orders", T2, [OffsetCommitRequestPartition(1, 42, -1, None)])]
+    )
     assert request.encode(10) == bytes.fromhex(
-        "0267" "00000004" "026d" "00" "02" + "00" * 15 + "01"
-        "02" "00000001" "000000000000002a" "ffffffff" "00" "00" "00" "00")
+        "026700000004026d0002" + "00" * 15 + "010200000001000000000000002affffffff00000000"
+    )
     assert request.encode(9) == bytes.fromhex(
-        "0267" "00000004" "026d" "00" "02" "076f7264657273"
-        "02" "00000001" "000000000000002a" "ffffffff" "00" "00" "00" "00")
+        "026700000004026d0002076f72646572730200000001000000000000002affffffff00000000"
+    )
 
 
 def test_varints_and_tags_use_more_than_one_byte_when_needed() -> None:
@@ -84,6 +102,7 @@ def test_varints_and_tags_use_more_than_one_byte_when_needed() -> None:
 
 
 # ---- round trips ----
+
 
 @pytest.mark.parametrize("name,message,version", CASES, ids=[c[0] for c in CASES])
 def test_table_round_trips(name: str, message, version: int) -> None:
@@ -108,12 +127,14 @@ def test_null_and_empty_differ() -> None:
 def test_fields_outside_the_version_decode_as_defaults() -> None:
     request = ConsumerGroupHeartbeatRequest.decode(STEADY.encode(0), 0)
     assert request.subscribed_topic_regex is None
-    topic = OffsetCommitRequest.decode(OffsetCommitRequest("g", topics=[OffsetCommitRequestTopic("t", T1)]).encode(10),
-                                       10).topics[0]
+    topic = OffsetCommitRequest.decode(
+        OffsetCommitRequest("g", topics=[OffsetCommitRequestTopic("t", T1)]).encode(10), 10
+    ).topics[0]
     assert (topic.name, topic.topic_id) == ("", T1)
 
 
 # ---- malformed bytes: one-line ProtocolError naming message, field and offset ----
+
 
 @pytest.mark.parametrize("name,message,version", CASES[::4], ids=[c[0] for c in CASES[::4]])
 def test_every_truncation_raises_protocol_error(name: str, message, version: int) -> None:
@@ -126,15 +147,17 @@ def test_every_truncation_raises_protocol_error(name: str, message, version: int
         assert 0 <= info.value.offset <= cut
 
 
-@pytest.mark.parametrize("data,field,reason", [
-    (bytes.fromhex("00"), "group_id", "non-nullable string is null"),
-    (bytes.fromhex("0267" "0380ff"), "member_id", "not valid UTF-8"),
-    (bytes.fromhex("8080808080"), "group_id", "longer than 5 bytes"),
-    (bytes.fromhex("818002") + b"g" * 0x8000, "group_id", "above Kafka's 32767"),  # length 32768
-    (bytes.fromhex("0267" "026d" "00000005" "0000" "ffffffff" "ff7f"), "subscribed_topic_names", "cannot fit"),
-    (bytes.fromhex("0267" "026d" "00000005" "0000" "ffffffff" "00" "00" "02" "00"), "topic_partitions[].topic_id",
-     "needs 16 bytes"),
-])
+@pytest.mark.parametrize(
+    "data,field,reason",
+    [
+        (bytes.fromhex("00"), "group_id", "non-nullable string is null"),
+        (bytes.fromhex("02670380ff"), "member_id", "not valid UTF-8"),
+        (bytes.fromhex("8080808080"), "group_id", "longer than 5 bytes"),
+        (bytes.fromhex("818002") + b"g" * 0x8000, "group_id", "above Kafka's 32767"),  # length 32768
+        (bytes.fromhex("0267026d000000050000ffffffffff7f"), "subscribed_topic_names", "cannot fit"),
+        (bytes.fromhex("0267026d000000050000ffffffff00000200"), "topic_partitions[].topic_id", "needs 16 bytes"),
+    ],
+)
 def test_malformed_heartbeat_names_the_field(data: bytes, field: str, reason: str) -> None:
     with pytest.raises(ProtocolError) as info:
         ConsumerGroupHeartbeatRequest.decode(data, 0)
@@ -145,15 +168,16 @@ def test_malformed_heartbeat_names_the_field(data: bytes, field: str, reason: st
 def test_non_nullable_array_null_is_malformed() -> None:
     # OffsetCommitResponse.topics is not nullable: compact count 0 means null.
     with pytest.raises(ProtocolError, match="'topics'.*non-nullable array is null"):
-        OffsetCommitResponse.decode(bytes.fromhex("00000000" "00" "00"), 9)
+        OffsetCommitResponse.decode(bytes.fromhex("000000000000"), 9)
 
 
 def test_truncated_tagged_field_is_malformed() -> None:
     with pytest.raises(ProtocolError, match="tag 3"):
-        ResponseHeader.decode(bytes.fromhex("00000001" "01" "03" "05" "aabb"), 1)
+        ResponseHeader.decode(bytes.fromhex("00000001010305aabb"), 1)
 
 
 # ---- values kassign refuses to write ----
+
 
 @pytest.mark.parametrize("name,message,version", REFUSED, ids=[c[0] for c in REFUSED])
 def test_refused_values(name: str, message, version: int) -> None:
@@ -161,26 +185,41 @@ def test_refused_values(name: str, message, version: int) -> None:
         message.encode(version)
 
 
-@pytest.mark.parametrize("message,error", [
-    (ConsumerGroupHeartbeatRequest("g", "m", 2**31), ValueError),
-    (ConsumerGroupHeartbeatRequest("g", "m", True), TypeError),  # type: ignore[arg-type]
-    (ConsumerGroupHeartbeatRequest("g", subscribed_topic_names="orders"), TypeError),  # type: ignore[arg-type]
-    (ConsumerGroupHeartbeatRequest("g", topic_partitions=[TopicIdPartitions("not-a-uuid")]), TypeError),  # type: ignore[arg-type]
-    (ConsumerGroupHeartbeatRequest("g", topic_partitions=[TopicIdPartitions(T1, [2**31])]), ValueError),
-    (ConsumerGroupHeartbeatRequest("g", topic_partitions=[(T1, [0])]), TypeError),  # type: ignore[list-item]
-    (ConsumerGroupHeartbeatResponse(error_code=2**15), ValueError),
-    (OffsetCommitRequest("g", topics=[OffsetCommitRequestTopic("t", partitions=[
-        OffsetCommitRequestPartition(0, 2**63)])]), ValueError),
-    (OffsetFetchRequest([OffsetFetchRequestGroup("g")], require_stable=1), TypeError),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "message,error",
+    [
+        (ConsumerGroupHeartbeatRequest("g", "m", 2**31), ValueError),
+        (ConsumerGroupHeartbeatRequest("g", "m", True), TypeError),  # type: ignore[arg-type]
+        (ConsumerGroupHeartbeatRequest("g", subscribed_topic_names="orders"), TypeError),  # type: ignore[arg-type]
+        (ConsumerGroupHeartbeatRequest("g", topic_partitions=[TopicIdPartitions("not-a-uuid")]), TypeError),  # type: ignore[arg-type]
+        (ConsumerGroupHeartbeatRequest("g", topic_partitions=[TopicIdPartitions(T1, [2**31])]), ValueError),
+        (ConsumerGroupHeartbeatRequest("g", topic_partitions=[(T1, [0])]), TypeError),  # type: ignore[list-item]
+        (ConsumerGroupHeartbeatResponse(error_code=2**15), ValueError),
+        (
+            OffsetCommitRequest(
+                "g", topics=[OffsetCommitRequestTopic("t", partitions=[OffsetCommitRequestPartition(0, 2**63)])]
+            ),
+            ValueError,
+        ),
+        (OffsetFetchRequest([OffsetFetchRequestGroup("g")], require_stable=1), TypeError),  # type: ignore[arg-type]
+    ],
+)
 def test_bad_values_raise_type_or_value_error(message, error: type[Exception]) -> None:
     version = type(message).HIGHEST_VERSION
     with pytest.raises(error):
         message.encode(version)
 
 
-@pytest.mark.parametrize("cls,version", [(ConsumerGroupHeartbeatRequest, 2), (OffsetCommitRequest, 8),
-                                         (OffsetFetchRequest, 11), (RequestHeader, 0), (ResponseHeader, 2)])
+@pytest.mark.parametrize(
+    "cls,version",
+    [
+        (ConsumerGroupHeartbeatRequest, 2),
+        (OffsetCommitRequest, 8),
+        (OffsetFetchRequest, 11),
+        (RequestHeader, 0),
+        (ResponseHeader, 2),
+    ],
+)
 def test_unsupported_versions_are_refused_both_ways(cls, version: int) -> None:
     with pytest.raises(ValueError, match="supports versions"):
         cls.decode(b"\x00" * 64, version)
@@ -196,9 +235,10 @@ def test_request_messages_know_their_response() -> None:
 
 # ---- frames ----
 
+
 def test_request_frame_is_size_header_v2_body() -> None:
     frame = encode_request_frame(STEADY, 1, correlation_id=7, client_id="kassign")
-    header = bytes.fromhex("0044" "0001" "00000007" "0007") + b"kassign" + b"\x00"
+    header = bytes.fromhex("00440001000000070007") + b"kassign" + b"\x00"
     assert frame == struct.pack(">i", len(header) + len(STEADY.encode(1))) + header + STEADY.encode(1)
     parsed_header, parsed = decode_request_frame(frame[4:], ConsumerGroupHeartbeatRequest)
     assert parsed_header == RequestHeader(68, 1, 7, "kassign") and parsed == STEADY
@@ -220,6 +260,7 @@ def test_response_frame_round_trip_and_truncation() -> None:
 
 
 # ---- aiokafka ----
+
 
 def test_prepare_picks_the_highest_common_version() -> None:
     request = AiokafkaRequest(STEADY)
@@ -274,8 +315,10 @@ def test_aiokafka_connection_sends_and_answers_a_heartbeat() -> None:
         assert struct.unpack(">i", writer.sent[:4])[0] == len(writer.sent) - 4
         assert (header.request_api_version, header.client_id, sent) == (1, "kassign-test", STEADY)
         answer = ConsumerGroupHeartbeatResponse(
-            member_epoch=6, heartbeat_interval_ms=5000,
-            assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T1, [0])]))
+            member_epoch=6,
+            heartbeat_interval_ms=5000,
+            assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T1, [0])]),
+        )
         conn._handle_frame(encode_response_frame(answer, 1, header.correlation_id)[4:])
         return answer, await pending
 

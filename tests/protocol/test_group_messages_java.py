@@ -72,8 +72,9 @@ def oracle() -> Iterator[MessageOracle]:
         cmd = java_command(classes, "MessageOracle", heap="256m", kafka_version=KAFKA_CLIENTS)
     except JavaUnavailable as exc:
         pytest.fail(f"Java conformance tests need Java 17 and kafka-clients {KAFKA_CLIENTS}: {exc}")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, encoding="utf-8")
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8"
+    )
     try:
         yield MessageOracle(proc)
     finally:
@@ -88,8 +89,12 @@ def _python_view(java_json: dict[str, Any], python_json: dict[str, Any]) -> dict
         theirs = java_json[key]
         if isinstance(value, dict) and isinstance(theirs, dict):
             out[key] = _python_view(theirs, value)
-        elif isinstance(value, list) and isinstance(theirs, list) and len(value) == len(theirs) \
-                and all(isinstance(v, dict) for v in value):
+        elif (
+            isinstance(value, list)
+            and isinstance(theirs, list)
+            and len(value) == len(theirs)
+            and all(isinstance(v, dict) for v in value)
+        ):
             out[key] = [_python_view(t, v) for t, v in zip(theirs, value)]
         else:
             out[key] = theirs
@@ -139,8 +144,9 @@ def test_ignorable_fields_are_dropped_like_java(oracle: MessageOracle) -> None:
 
 
 @pytest.mark.parametrize("name,message,version", REFUSED, ids=[c[0] for c in REFUSED])
-def test_what_java_refuses_to_write_kassign_refuses(oracle: MessageOracle, name: str, message: Message,
-                                                    version: int) -> None:
+def test_what_java_refuses_to_write_kassign_refuses(
+    oracle: MessageOracle, name: str, message: Message, version: int
+) -> None:
     [(status, error)] = oracle.encode([(message, version)])
     assert status == "ERR", f"Java wrote {name}: {error}"
     with pytest.raises((TypeError, ValueError)):
@@ -169,7 +175,7 @@ def test_tags_out_of_order_from_elsewhere_decode_like_java(oracle: MessageOracle
     # Hand-made bytes with tags out of order and repeated: Java never writes them but reads them,
     # keeping them in order; so does kassign (and refuses to write them back, see REFUSED).
     # throttle_time_ms=10, topics=[] (compact count 1), then 3 tags: 5, 2, 5.
-    raw = bytes.fromhex("0000000a" "01" "03" "0501aa" "0200" "0502bbcc")
+    raw = bytes.fromhex("0000000a01030501aa02000502bbcc")
     [(status, java_json)] = oracle.decode([(OffsetCommitResponse, raw, 9)])
     assert status == "OK", java_json
     decoded = OffsetCommitResponse.decode(raw, 9)

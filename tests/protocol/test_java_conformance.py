@@ -36,8 +36,10 @@ def _name(rng: random.Random) -> str:
 def _partitions(rng: random.Random, topics: list[str]) -> list[TopicPartition]:
     if not topics:
         return []
-    tps = {TopicPartition(rng.choice(topics), rng.choice([rng.randint(0, 50), rng.randint(-(2**31), 2**31 - 1)]))
-           for _ in range(rng.randint(0, 12))}
+    tps = {
+        TopicPartition(rng.choice(topics), rng.choice([rng.randint(0, 50), rng.randint(-(2**31), 2**31 - 1)]))
+        for _ in range(rng.randint(0, 12))
+    }
     out = list(tps)
     rng.shuffle(out)
     return out
@@ -69,9 +71,17 @@ def test_subscriptions_match_java_byte_for_byte(java_oracle) -> None:
     rng = random.Random(20261122)
     cases = [(_subscription(rng), rng.choice([0, 1, 2, 3, 3, 3, 4, 9])) for _ in range(CASES)]
     requests = [
-        "\t".join(["SUB", str(version), ",".join(enc_str(t) for t in sub.topics), enc_bytes(sub.user_data),
-                   enc_tps(sub.owned_partitions), str(-1 if sub.generation_id is None else sub.generation_id),
-                   enc_str(sub.rack_id)])
+        "\t".join(
+            [
+                "SUB",
+                str(version),
+                ",".join(enc_str(t) for t in sub.topics),
+                enc_bytes(sub.user_data),
+                enc_tps(sub.owned_partitions),
+                str(-1 if sub.generation_id is None else sub.generation_id),
+                enc_str(sub.rack_id),
+            ]
+        )
         for sub, version in cases
     ]
     for (sub, version), answer in zip(cases, java_oracle.ask(requests)):
@@ -101,8 +111,11 @@ def test_java_decodes_our_subscriptions_and_assignments_as_we_do(java_oracle) ->
     for _ in range(CASES):
         sub = _subscription(rng)
         if rng.random() < 0.3:  # a newer version: v3 with fields appended that both sides must ignore
-            data = (struct.pack(">h", rng.randint(4, 100)) + encode_subscription(sub, 3)[2:]
-                    + rng.randbytes(rng.randint(0, 6)))
+            data = (
+                struct.pack(">h", rng.randint(4, 100))
+                + encode_subscription(sub, 3)[2:]
+                + rng.randbytes(rng.randint(0, 6))
+            )
         else:
             data = encode_subscription(sub, rng.randint(0, 3))
         blobs.append(data)
@@ -116,8 +129,12 @@ def test_java_decodes_our_subscriptions_and_assignments_as_we_do(java_oracle) ->
         assert (-1 if ours.generation_id is None else ours.generation_id) == int(generation)
         assert ours.rack_id == dec_str(rack)
 
-    asn_blobs = [encode_assignment(Assignment(_partitions(rng, [_name(rng) for _ in range(3)]), _user_data(rng)),
-                                   rng.randint(0, 3)) for _ in range(CASES)]
+    asn_blobs = [
+        encode_assignment(
+            Assignment(_partitions(rng, [_name(rng) for _ in range(3)]), _user_data(rng)), rng.randint(0, 3)
+        )
+        for _ in range(CASES)
+    ]
     for data, answer in zip(asn_blobs, java_oracle.ask([f"DASN\t{b.hex()}" for b in asn_blobs])):
         partitions, user_data = _ok(answer)
         ours = decode_assignment(data)
@@ -127,10 +144,13 @@ def test_java_decodes_our_subscriptions_and_assignments_as_we_do(java_oracle) ->
 
 def test_sticky_user_data_matches_java(java_oracle) -> None:
     rng = random.Random(3)
-    cases = [(_partitions(rng, [_name(rng) for _ in range(4)]), rng.choice([-1, 0, 1, rng.randint(0, 2**31 - 1)]))
-             for _ in range(CASES)]
-    java_bytes = [bytes.fromhex(_ok(a)[0]) for a in
-                  java_oracle.ask([f"STK\t{enc_tps(tps)}\t{gen}" for tps, gen in cases])]
+    cases = [
+        (_partitions(rng, [_name(rng) for _ in range(4)]), rng.choice([-1, 0, 1, rng.randint(0, 2**31 - 1)]))
+        for _ in range(CASES)
+    ]
+    java_bytes = [
+        bytes.fromhex(_ok(a)[0]) for a in java_oracle.ask([f"STK\t{enc_tps(tps)}\t{gen}" for tps, gen in cases])
+    ]
     for (tps, generation), data in zip(cases, java_bytes):
         # Java lists topics in HashMap order: compare decoded, partition order kept within a topic.
         got = decode_sticky_user_data(data)
@@ -161,7 +181,7 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     for _ in range(rng.randint(1, 3)):
         action = rng.random()
         if action < 0.4 and data:
-            del data[rng.randrange(len(data)):]
+            del data[rng.randrange(len(data)) :]
         elif data:
             data[rng.randrange(len(data))] = rng.choice([0x00, 0x01, 0x7F, 0xFF, rng.randrange(256)])
     return bytes(data)
@@ -169,8 +189,9 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
 
 def test_corrupted_bytes_fail_exactly_where_java_fails(java_oracle) -> None:
     rng = random.Random(99)
-    ascii_sub = Subscription(["orders", "pay"], b"\x00\x01", [TopicPartition("orders", 1), TopicPartition("pay", 0)],
-                             5, "r")
+    ascii_sub = Subscription(
+        ["orders", "pay"], b"\x00\x01", [TopicPartition("orders", 1), TopicPartition("pay", 0)], 5, "r"
+    )
     blobs = [_mutate(rng, encode_subscription(ascii_sub, rng.randint(0, 3))) for _ in range(CASES)]
     answers = java_oracle.ask([f"DSUB\t{b.hex()}" for b in blobs])
     compared = 0

@@ -31,10 +31,17 @@ RESPONSE = MetadataResponse(
     cluster_id="cluster-\u00e9",
     controller_id=1,
     topics=[
-        MetadataResponseTopic(0, "orders", T1, False, [
-            MetadataResponsePartition(0, 0, 1, 3, [1, 2], [1], [2]),
-            MetadataResponsePartition(0, 1, 2, 0, [2, 1], [2, 1], []),
-        ], -2147483648),
+        MetadataResponseTopic(
+            0,
+            "orders",
+            T1,
+            False,
+            [
+                MetadataResponsePartition(0, 0, 1, 3, [1, 2], [1], [2]),
+                MetadataResponsePartition(0, 1, 2, 0, [2, 1], [2, 1], []),
+            ],
+            -2147483648,
+        ),
         MetadataResponseTopic(3, "gone", ZERO_UUID, False, [], -2147483648),
         MetadataResponseTopic(0, None, T2, True, [], 248),
     ],
@@ -65,8 +72,9 @@ def oracle() -> Iterator[object]:
         cmd = java_command(classes, "MessageOracle", heap="256m", kafka_version=KAFKA_CLIENTS)
     except JavaUnavailable as exc:
         pytest.fail(f"Java conformance tests need Java 17 and kafka-clients {KAFKA_CLIENTS}: {exc}")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, encoding="utf-8")
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8"
+    )
     try:
         yield MessageOracle(proc)
     finally:

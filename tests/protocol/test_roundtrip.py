@@ -46,8 +46,9 @@ def test_default_version_is_3(sub: Subscription) -> None:
 
 @EXAMPLES
 @given(subscriptions, st.integers(4, 2**15 - 1), st.binary(max_size=16))
-def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(sub: Subscription, version: int,
-                                                                         extra: bytes) -> None:
+def test_newer_subscription_version_reads_v3_fields_and_ignores_the_rest(
+    sub: Subscription, version: int, extra: bytes
+) -> None:
     v3 = encode_subscription(sub, 3)
     newer = struct.pack(">h", version) + v3[2:] + extra
     assert decode_subscription(newer) == decode_subscription(v3)
@@ -117,16 +118,22 @@ def test_subscription_layout_by_hand() -> None:
     """The v3 bytes written field by field from ConsumerProtocolSubscription.json."""
     sub = Subscription(["b", "a"], b"\x01", [TopicPartition("a", 2), TopicPartition("a", 1)], 9, "r1")
     expected = (
-        b"\x00\x03"                                   # version
-        b"\x00\x00\x00\x02" b"\x00\x01a" b"\x00\x01b"  # topics, sorted
-        b"\x00\x00\x00\x01\x01"                       # user data
-        b"\x00\x00\x00\x01" b"\x00\x01a" b"\x00\x00\x00\x02" b"\x00\x00\x00\x01\x00\x00\x00\x02"  # owned
-        b"\x00\x00\x00\x09"                           # generation
-        b"\x00\x02r1"                                 # rack
+        b"\x00\x03"  # version
+        b"\x00\x00\x00\x02"
+        b"\x00\x01a"
+        b"\x00\x01b"  # topics, sorted
+        b"\x00\x00\x00\x01\x01"  # user data
+        b"\x00\x00\x00\x01"
+        b"\x00\x01a"
+        b"\x00\x00\x00\x02"
+        b"\x00\x00\x00\x01\x00\x00\x00\x02"  # owned
+        b"\x00\x00\x00\x09"  # generation
+        b"\x00\x02r1"  # rack
     )
     assert encode_subscription(sub) == expected
     assert encode_subscription(Subscription([]), 3) == (
-        b"\x00\x03" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\x00\x00\x00\x00" b"\xff\xff\xff\xff" b"\xff\xff")
+        b"\x00\x03\x00\x00\x00\x00\xff\xff\xff\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff"
+    )
 
 
 @EXAMPLES

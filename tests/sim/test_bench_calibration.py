@@ -60,8 +60,9 @@ HELD_OUT_MISSES: dict[tuple[str, str, str], set[str]] = {
 #: runs' first five against their last five.
 REPRODUCIBLE = {"unowned_ps": 34, "settle_s": 38, "moved": 39}
 REPRODUCIBLE_HALVES = {"unowned_ps": 35, "settle_s": 39, "moved": 40}
-AIOKAFKA_MODES = {name for name, mode in BENCH_MODES.items()
-                  if mode.client == "aiokafka" and mode.group_protocol == "classic"}
+AIOKAFKA_MODES = {
+    name for name, mode in BENCH_MODES.items() if mode.client == "aiokafka" and mode.group_protocol == "classic"
+}
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,11 @@ def test_each_mode_runs_its_client_assignor_and_follow_up() -> None:
     runs = {r.name: r for r in load_bench_runs(reps=[1])}
     fast = bench_config(runs["process-scale-out-fast-r1"].meta)
     assert (fast.client, fast.assignor, fast.fast_follow_up, fast.static_membership) == (
-        "aiokafka", "cooperative-sticky", True, False)
+        "aiokafka",
+        "cooperative-sticky",
+        True,
+        False,
+    )
     assert (fast.processing_ms, fast.processing_max_ms) == (250.0, 750.0)
     assert (fast.session_timeout_ms, fast.heartbeat_interval_ms, fast.rebalance_timeout_ms) == (1500, 250, 30000)
     assert bench_config(runs["instant-scale-out-coop-r1"].meta).fast_follow_up is False
@@ -136,8 +141,9 @@ def test_harness_inputs_come_from_the_recording() -> None:
     out = runs["instant-scale-out-java-r2"]
     inputs = harness_inputs(out.meta, out.events())
     trigger = out.meta["triggers"][0]
-    assert inputs.launch_s == tuple(sorted(round(e.t - trigger, 6) for e in out.events()
-                                           if e.ev == "subscribed" and e.t >= trigger))
+    assert inputs.launch_s == tuple(
+        sorted(round(e.t - trigger, 6) for e in out.events() if e.ev == "subscribed" and e.t >= trigger)
+    )
     assert len(inputs.launch_s) == 3 and inputs.phase == out.meta["phase"] and inputs.members == 3
     # The first members' subscribes, slot by slot, from the first of them: how the group formed.
     first = {e.id: e.t for e in reversed(out.events()) if e.ev == "subscribed" and e.t < trigger}
@@ -160,7 +166,8 @@ def test_a_simulated_run_fires_its_triggers_the_way_the_harness_did() -> None:
         assert ((trigger - last_assign) / hb) % 1 == pytest.approx(run.meta["phase"], abs=1e-6)
     closing = [e.t for e in result.events if e.ev == "closing"]
     assert [round(c - t, 6) for c, t in zip(closing, result.triggers)] == [
-        pytest.approx(KAFKA44_PRESETS["aiokafka"]["spawn_ms"] / 1000)] * 6
+        pytest.approx(KAFKA44_PRESETS["aiokafka"]["spawn_ms"] / 1000)
+    ] * 6
 
 
 def test_held_out_repetitions_within_25_percent_wherever_kafka_reproduces_itself(held_out, yardsticks) -> None:  # noqa: ANN001
@@ -171,9 +178,13 @@ def test_held_out_repetitions_within_25_percent_wherever_kafka_reproduces_itself
     assert {metric: len(cells) for metric, cells in halves.items()} == REPRODUCIBLE_HALVES
     rows = {row.cell: row for row in held_out}
     assert len(rows) == 42
-    off = [f"{'/'.join(cell)} {metric}: recorded {rows[cell].recorded[metric]:.3f}, simulated "
-           f"{rows[cell].simulated[metric]:.3f} ({rows[cell].rel_err(metric):+.0%})"
-           for metric in BENCH_METRICS for cell in sorted(stable[metric]) if not rows[cell].passes(metric)]
+    off = [
+        f"{'/'.join(cell)} {metric}: recorded {rows[cell].recorded[metric]:.3f}, simulated "
+        f"{rows[cell].simulated[metric]:.3f} ({rows[cell].rel_err(metric):+.0%})"
+        for metric in BENCH_METRICS
+        for cell in sorted(stable[metric])
+        if not rows[cell].passes(metric)
+    ]
     assert not off, "\n".join(off)
 
 
@@ -238,8 +249,10 @@ def test_the_docs_page_gives_these_counts() -> None:
     text = " ".join((ROOT / "docs" / "simulator.md").read_text(encoding="utf-8").split())
     rows = {"unowned_ps": "unowned partition-seconds", "settle_s": "settle time", "moved": "partitions moved"}
     for metric, label in rows.items():
-        row = (f"| {label} | **{HELD_OUT_PASSING[metric]} / 42** | {REPRODUCIBLE[metric]} / 42 | "
-               f"**{REPRODUCIBLE[metric]} / {REPRODUCIBLE[metric]}** | {REPRODUCIBLE_HALVES[metric]} / 42 |")
+        row = (
+            f"| {label} | **{HELD_OUT_PASSING[metric]} / 42** | {REPRODUCIBLE[metric]} / 42 | "
+            f"**{REPRODUCIBLE[metric]} / {REPRODUCIBLE[metric]}** | {REPRODUCIBLE_HALVES[metric]} / 42 |"
+        )
         assert row in text, row
     quiet = ", ".join(str(QUIET_PASSING[m]) for m in ("unowned_ps", "settle_s")) + f" and {QUIET_PASSING['moved']}"
     assert f"are within bound in {quiet} cells" in text, quiet

@@ -19,8 +19,13 @@ CLIENTS = ("aiokafka", "java", "librdkafka")
 
 
 def _config(client: str, **kw) -> SimConfig:
-    return SimConfig(client=client, session_timeout_ms=1500, heartbeat_interval_ms=250, group_protocol="consumer",
-                     **{**KAFKA44_PRESETS[client], **kw})
+    return SimConfig(
+        client=client,
+        session_timeout_ms=1500,
+        heartbeat_interval_ms=250,
+        group_protocol="consumer",
+        **{**KAFKA44_PRESETS[client], **kw},
+    )
 
 
 def _run(step, members: int, client: str, seed: int = 1, **kw):
@@ -115,14 +120,27 @@ def _assigned(response) -> set[TopicPartition]:
 
 def _broker(interval_s: float = 0.0) -> tuple[EventLoop, ConsumerGroupCoordinator]:
     loop = EventLoop()
-    return loop, ConsumerGroupCoordinator(loop, network_s=0.001, session_s=10.0, heartbeat_s=0.25,
-                                          partitions_per_topic={"t": 4}, assignment_interval_s=interval_s)
+    return loop, ConsumerGroupCoordinator(
+        loop,
+        network_s=0.001,
+        session_s=10.0,
+        heartbeat_s=0.25,
+        partitions_per_topic={"t": 4},
+        assignment_interval_s=interval_s,
+    )
 
 
 def _beat(loop, broker, member, epoch, owned=None, topics=None):
-    broker.heartbeat(member, ConsumerGroupHeartbeatRequest(
-        "g", member.id, epoch, subscribed_topic_names=topics,
-        topic_partitions=None if owned is None else _owned(owned)))
+    broker.heartbeat(
+        member,
+        ConsumerGroupHeartbeatRequest(
+            "g",
+            member.id,
+            epoch,
+            subscribed_topic_names=topics,
+            topic_partitions=None if owned is None else _owned(owned),
+        ),
+    )
     loop.run(loop.now + 0.01, lambda: False)
     return member.answers[-1]
 
@@ -198,8 +216,7 @@ def test_a_member_closed_before_it_ever_heartbeats_still_closes():
     """Closed while still starting up (no heartbeat sent yet): nothing to leave, but ``closed`` comes."""
     from kassign.sim.simulator import Simulation
 
-    sim = Simulation(Scenario(name="early", topics={"t": 4}, members=0, steps=[], seed=1),
-                     _config("java"), None)
+    sim = Simulation(Scenario(name="early", topics={"t": 4}, members=0, steps=[], seed=1), _config("java"), None)
     member = sim.start_member()
     member.close()
     sim.loop.run(5.0, lambda: False)

@@ -67,15 +67,20 @@ def test_consumer_protocol_runs_use_the_kip848_model_and_presets() -> None:
 
 def test_held_out_repetitions_within_25_percent_but_the_named_misses(held_out) -> None:  # noqa: ANN001
     assert len(held_out) == 24
-    failures = [(row.cell, metric, round(row.rel_err(metric), 3)) for row in held_out for metric in BENCH_METRICS
-                if not row.passes(metric) and metric not in KNOWN_MISSES.get(row.cell, set())]
+    failures = [
+        (row.cell, metric, round(row.rel_err(metric), 3))
+        for row in held_out
+        for metric in BENCH_METRICS
+        if not row.passes(metric) and metric not in KNOWN_MISSES.get(row.cell, set())
+    ]
     assert not failures, failures
 
 
 def test_the_named_misses_still_miss(held_out) -> None:  # noqa: ANN001
     rows = {row.cell: row for row in held_out}
-    fixed = [(cell, metric) for cell, metrics in KNOWN_MISSES.items() for metric in metrics
-             if rows[cell].passes(metric)]
+    fixed = [
+        (cell, metric) for cell, metrics in KNOWN_MISSES.items() for metric in metrics if rows[cell].passes(metric)
+    ]
     assert not fixed, f"now within the bound: update KNOWN_MISSES and docs/simulator.md: {fixed}"
 
 
@@ -83,6 +88,8 @@ def test_the_docs_page_gives_the_held_out_counts() -> None:
     """docs/simulator.md's counts for r4-r5 are 24 cells less the named misses of each metric."""
     text = " ".join((ROOT / "docs" / "simulator.md").read_text(encoding="utf-8").split())
     passing = {m: 24 - sum(m in metrics for metrics in KNOWN_MISSES.values()) for m in BENCH_METRICS}
-    claim = (f"held-out r4–r5 are within 25 % in {passing['unowned_ps']} of 24 cells for unowned partition-seconds, "
-             f"{passing['settle_s']} of 24 for settle time, and moves are equal in {passing['moved']} of 24")
+    claim = (
+        f"held-out r4–r5 are within 25 % in {passing['unowned_ps']} of 24 cells for unowned partition-seconds, "
+        f"{passing['settle_s']} of 24 for settle time, and moves are equal in {passing['moved']} of 24"
+    )
     assert claim in text, claim

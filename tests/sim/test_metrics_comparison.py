@@ -50,8 +50,12 @@ def test_unowned_partition_seconds_counts_the_handover_gap_only():
 
 
 def test_closing_ends_ownership_when_asked():
-    events = [ev("m1", 0.0, "cb_assigned", [0], gen=1), ev("m1", 5.0, "closing"), ev("m1", 6.0, "closed"),
-              ev("m2", 8.0, "cb_assigned", [0], gen=2)]
+    events = [
+        ev("m1", 0.0, "cb_assigned", [0], gen=1),
+        ev("m1", 5.0, "closing"),
+        ev("m1", 6.0, "closed"),
+        ev("m2", 8.0, "cb_assigned", [0], gen=2),
+    ]
     default = ownership_intervals(events)
     closing = ownership_intervals(events, release_events=GONE_EVENTS)
     assert unowned_partition_seconds(default, [P0], 4.0, 9.0) == pytest.approx(2.0)  # 6 -> 8
@@ -62,8 +66,12 @@ def test_kept_partitions_are_those_with_the_same_owner_before_and_after():
     intervals = ownership_intervals(COOPERATIVE)
     assert kept_partitions(intervals, 10.0, 12.5) == {P0: "m1", P1: "m1"}
     # Eager: everything revoked, then 0 comes back to m1 (kept, though it paused) and 1 goes to m2.
-    eager = [ev("m1", 1.0, "cb_assigned", [0, 1], gen=1), ev("m1", 11.0, "cb_revoked", [0, 1], gen=1),
-             ev("m1", 12.0, "cb_assigned", [0], gen=2), ev("m2", 12.0, "cb_assigned", [1], gen=2)]
+    eager = [
+        ev("m1", 1.0, "cb_assigned", [0, 1], gen=1),
+        ev("m1", 11.0, "cb_revoked", [0, 1], gen=1),
+        ev("m1", 12.0, "cb_assigned", [0], gen=2),
+        ev("m2", 12.0, "cb_assigned", [1], gen=2),
+    ]
     assert kept_partitions(ownership_intervals(eager), 10.0, 12.0) == {P0: "m1"}
 
 
@@ -103,9 +111,13 @@ def test_delivery_counts_duplicates_and_lost():
 def test_a_change_settles_before_the_next_one_starts_even_on_a_millisecond_clock():
     # Two restarts at 20.0 and 25.0: the second leaver's close, stamped by a clock that truncates to
     # milliseconds, reads 0.4 ms before the trigger that asked for it; it belongs to the second restart.
-    timeline = [*COOPERATIVE,
-                ev("m1", 20.0, "closing"), ev("m2", 20.3, "cb_assigned", [0, 1], gen=4),
-                ev("m2", 25.0 - 0.0004, "closing"), ev("m3", 25.4, "cb_assigned", [0, 1, 2], gen=5)]
+    timeline = [
+        *COOPERATIVE,
+        ev("m1", 20.0, "closing"),
+        ev("m2", 20.3, "cb_assigned", [0, 1], gen=4),
+        ev("m2", 25.0 - 0.0004, "closing"),
+        ev("m3", 25.4, "cb_assigned", [0, 1, 2], gen=5),
+    ]
     assert change_settles(timeline, [20.0, 25.0], 30.0) == [20.3, 25.4]
     # An event further before the next change than a clock can be off is still this change's.
     late = [*timeline, ev("m2", 25.0 - 2 * CLOCK_SLACK_S, "cb_revoked", [2])]

@@ -54,8 +54,24 @@ def test_cli_prints_side_by_side_table(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_recording_without_meta_takes_settings_from_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(RANGE_RUN / "events.jsonl.gz", tmp_path / "events.jsonl.gz")
-    assert simulate_main(["--replay", str(tmp_path), "--broker", "kafka", "--session-ms", "10000",
-                          "--heartbeat-ms", "1000", "--protocol", "eager", "--json"]) == 0
+    assert (
+        simulate_main(
+            [
+                "--replay",
+                str(tmp_path),
+                "--broker",
+                "kafka",
+                "--session-ms",
+                "10000",
+                "--heartbeat-ms",
+                "1000",
+                "--protocol",
+                "eager",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert set(rows) == {"1:scale_out recorded", "1:scale_out simulated", "2:scale_in recorded", "2:scale_in simulated"}
     recorder = json.loads((RANGE_RUN / "metrics.json").read_text())
@@ -90,7 +106,8 @@ def test_members_files_are_merged_by_time(tmp_path: Path) -> None:
     assert [(p.name, p.members) for p in report.phases] == [("1:scale_out", (3, 6)), ("2:scale_in", (6, 3))]
     assert [p.recorded.moved for p in report.phases] == [recorder["out"]["moved"], recorder["in"]["moved"]]
     assert [p.recorded.unowned_ps for p in report.phases] == pytest.approx(
-        [recorder["out"]["unowned_ps"], recorder["in"]["unowned_ps"]], abs=0.01)
+        [recorder["out"]["unowned_ps"], recorder["in"]["unowned_ps"]], abs=0.01
+    )
     assumed = next(n for n in report.plan.notes if n.startswith("no meta.json"))
     assert "broker kafka" in assumed and "session " not in assumed and "heartbeat " not in assumed
     assert any("partition counts" in n for n in report.plan.notes)
@@ -108,27 +125,50 @@ def _tps(*parts: int) -> list[TopicPartition]:
 def _member_events() -> dict[str, list[Event]]:
     """An eager group on "orders" (12 partitions): a, b, c start; d joins at 20 s; b closes at 40 s
     (not the newest member); c goes silent at 60 s and its partitions go to a and d at 70.5 s."""
+
     def ev(member: str, t: float, kind: str, parts: list[TopicPartition] | None = None, **extra: Any) -> Event:
         return Event(member, t, kind, parts, extra)
 
     sub = {"topics": ["orders"], "protocol": "eager"}
     return {
-        A: [ev(A, 0.00, "subscribed", **sub), ev(A, 1.0, "cb_assigned", _tps(0, 1, 2, 3)),
-            ev(A, 21.0, "cb_revoked", _tps(0, 1, 2, 3)), ev(A, 21.05, "cb_assigned", _tps(0, 1, 2)),
-            ev(A, 41.0, "cb_revoked", _tps(0, 1, 2)), ev(A, 41.05, "cb_assigned", _tps(0, 1, 2, 3)),
-            ev(A, 70.5, "cb_revoked", _tps(0, 1, 2, 3)), ev(A, 70.55, "cb_assigned", _tps(0, 1, 2, 3, 4, 5)),
-            ev(A, 80.0, "progress", pos={"0": 10})],
-        B: [ev(B, 0.01, "subscribed", **sub), ev(B, 1.0, "cb_assigned", _tps(4, 5, 6, 7)),
-            ev(B, 21.0, "cb_revoked", _tps(4, 5, 6, 7)), ev(B, 21.05, "cb_assigned", _tps(3, 4, 5)),
-            ev(B, 40.0, "closing"), ev(B, 40.001, "cb_revoked", _tps(3, 4, 5)), ev(B, 40.01, "cb_revoked_done"),
-            ev(B, 40.02, "closed")],
-        C: [ev(C, 0.02, "subscribed", **sub), ev(C, 1.0, "cb_assigned", _tps(8, 9, 10, 11)),
-            ev(C, 21.0, "cb_revoked", _tps(8, 9, 10, 11)), ev(C, 21.05, "cb_assigned", _tps(6, 7, 8)),
-            ev(C, 41.0, "cb_revoked", _tps(6, 7, 8)), ev(C, 41.05, "cb_assigned", _tps(4, 5, 6, 7)),
-            ev(C, 60.0, "progress", pos={"4": 10})],
-        D: [ev(D, 20.0, "subscribed", **sub), ev(D, 21.05, "cb_assigned", _tps(9, 10, 11)),
-            ev(D, 41.0, "cb_revoked", _tps(9, 10, 11)), ev(D, 41.05, "cb_assigned", _tps(8, 9, 10, 11)),
-            ev(D, 70.5, "cb_revoked", _tps(8, 9, 10, 11)), ev(D, 70.55, "cb_assigned", _tps(6, 7, 8, 9, 10, 11))],
+        A: [
+            ev(A, 0.00, "subscribed", **sub),
+            ev(A, 1.0, "cb_assigned", _tps(0, 1, 2, 3)),
+            ev(A, 21.0, "cb_revoked", _tps(0, 1, 2, 3)),
+            ev(A, 21.05, "cb_assigned", _tps(0, 1, 2)),
+            ev(A, 41.0, "cb_revoked", _tps(0, 1, 2)),
+            ev(A, 41.05, "cb_assigned", _tps(0, 1, 2, 3)),
+            ev(A, 70.5, "cb_revoked", _tps(0, 1, 2, 3)),
+            ev(A, 70.55, "cb_assigned", _tps(0, 1, 2, 3, 4, 5)),
+            ev(A, 80.0, "progress", pos={"0": 10}),
+        ],
+        B: [
+            ev(B, 0.01, "subscribed", **sub),
+            ev(B, 1.0, "cb_assigned", _tps(4, 5, 6, 7)),
+            ev(B, 21.0, "cb_revoked", _tps(4, 5, 6, 7)),
+            ev(B, 21.05, "cb_assigned", _tps(3, 4, 5)),
+            ev(B, 40.0, "closing"),
+            ev(B, 40.001, "cb_revoked", _tps(3, 4, 5)),
+            ev(B, 40.01, "cb_revoked_done"),
+            ev(B, 40.02, "closed"),
+        ],
+        C: [
+            ev(C, 0.02, "subscribed", **sub),
+            ev(C, 1.0, "cb_assigned", _tps(8, 9, 10, 11)),
+            ev(C, 21.0, "cb_revoked", _tps(8, 9, 10, 11)),
+            ev(C, 21.05, "cb_assigned", _tps(6, 7, 8)),
+            ev(C, 41.0, "cb_revoked", _tps(6, 7, 8)),
+            ev(C, 41.05, "cb_assigned", _tps(4, 5, 6, 7)),
+            ev(C, 60.0, "progress", pos={"4": 10}),
+        ],
+        D: [
+            ev(D, 20.0, "subscribed", **sub),
+            ev(D, 21.05, "cb_assigned", _tps(9, 10, 11)),
+            ev(D, 41.0, "cb_revoked", _tps(9, 10, 11)),
+            ev(D, 41.05, "cb_assigned", _tps(8, 9, 10, 11)),
+            ev(D, 70.5, "cb_revoked", _tps(8, 9, 10, 11)),
+            ev(D, 70.55, "cb_assigned", _tps(6, 7, 8, 9, 10, 11)),
+        ],
     }
 
 
@@ -150,8 +190,13 @@ def test_membership_timeline_is_inferred(telemetry_files: list[Path]) -> None:
     recording = load_recording(telemetry_files[0].parent, telemetry_files[1])
     changes, crashes = membership_changes(recording.events)
     assert [(c.kind, c.member, c.t) for c in changes] == [
-        ("join", A, 0.0), ("join", B, 0.01), ("join", C, 0.02), ("join", D, 20.0),
-        ("leave", B, 40.0), ("crash", C, 60.0)]
+        ("join", A, 0.0),
+        ("join", B, 0.01),
+        ("join", C, 0.02),
+        ("join", D, 20.0),
+        ("leave", B, 40.0),
+        ("crash", C, 60.0),
+    ]
     assert [(e.id, e.t, e.ev) for e in crashes] == [(C, 60.0, "crash")]
     # Bare-int partitions belong to the one topic the members subscribed to.
     assert {tp.topic for e in recording.events for tp in e.parts or ()} == {"orders"}
@@ -179,8 +224,12 @@ def test_scenario_fires_the_recorded_steps(telemetry_files: list[Path]) -> None:
 
 
 def test_synthetic_recording_replayed_as_cooperative(telemetry_files: list[Path]) -> None:
-    report = replay(load_recording(*telemetry_files), assignor="cooperative-sticky",
-                    session_timeout_ms=10000, heartbeat_interval_ms=1000)
+    report = replay(
+        load_recording(*telemetry_files),
+        assignor="cooperative-sticky",
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+    )
     phases = {p.name: p for p in report.phases}
     # Hand-counted from the recording: the join moved 3, 6, 7, 9, 10, 11; the crash moved c's 4.
     assert phases["1:scale_out"].recorded.moved == 6
@@ -211,14 +260,18 @@ def test_bad_recordings_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[
 BENCH = Path(__file__).resolve().parents[2] / "data" / "rebalance-bench-kafka44"
 
 
-@pytest.mark.parametrize(("run", "client", "processing", "static", "fast"), [
-    ("process-rolling-restart-java-r1", "java", (250.0, 750.0), False, False),
-    ("instant-scale-in-rdkafka-r2", "librdkafka", (0.0, None), False, False),
-    ("process-rolling-restart-static-r3", "aiokafka", (250.0, 750.0), True, True),
-    ("process-crash-coop-r4", "aiokafka", (250.0, 750.0), False, False),
-])
+@pytest.mark.parametrize(
+    ("run", "client", "processing", "static", "fast"),
+    [
+        ("process-rolling-restart-java-r1", "java", (250.0, 750.0), False, False),
+        ("instant-scale-in-rdkafka-r2", "librdkafka", (0.0, None), False, False),
+        ("process-rolling-restart-static-r3", "aiokafka", (250.0, 750.0), True, True),
+        ("process-crash-coop-r4", "aiokafka", (250.0, 750.0), False, False),
+    ],
+)
 def test_a_benchmark_recording_replays_with_its_client_and_processing(
-        run: str, client: str, processing: tuple[float, float | None], static: bool, fast: bool) -> None:
+    run: str, client: str, processing: tuple[float, float | None], static: bool, fast: bool
+) -> None:
     from kassign.sim.config import KAFKA44_PRESETS
 
     recording = load_recording(BENCH / run)

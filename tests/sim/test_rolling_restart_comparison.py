@@ -20,8 +20,9 @@ def _restart(config: SimConfig):
 def test_static_membership_and_delayed_reassignment_move_less_than_cooperative() -> None:
     cooperative = _restart(SimConfig(assignor="cooperative-sticky", **KAFKA))
     static = _restart(SimConfig(assignor="cooperative-sticky", static_membership=True, **KAFKA))
-    delayed = _restart(SimConfig(assignor="kassign-delayed-cooperative-sticky",
-                                 scheduled_rebalance_max_delay_ms=30000, **KAFKA))
+    delayed = _restart(
+        SimConfig(assignor="kassign-delayed-cooperative-sticky", scheduled_rebalance_max_delay_ms=30000, **KAFKA)
+    )
     # every member restarts once: plain cooperative reshuffles the restarted members' partitions
     assert cooperative.moved > 0
     # static members come back within the session timeout: no rebalance, nothing moves

@@ -19,8 +19,12 @@ from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_simulated_scale_out_matches_the_live_group(strategy: str, kafka_broker, group_id: str,  # noqa: ANN001
-                                                    topic_factory) -> None:  # noqa: ANN001
+def test_simulated_scale_out_matches_the_live_group(
+    strategy: str,
+    kafka_broker,
+    group_id: str,  # noqa: ANN001
+    topic_factory,
+) -> None:  # noqa: ANN001
     topic = topic_factory(12)
     timing = GroupTiming()
     with GroupDriver(kafka_broker.bootstrap, group_id, topic, timing=timing) as group:
@@ -34,9 +38,14 @@ def test_simulated_scale_out_matches_the_live_group(strategy: str, kafka_broker,
         events = group.events()
     recorded = timeline_metrics(events, {"out": (scale_out, math.inf)})["out"]
 
-    config = SimConfig(assignor=strategy, broker="kafka" if kafka_broker.is_real_kafka else "tansu",
-                       client="librdkafka", session_timeout_ms=timing.session_ms,
-                       heartbeat_interval_ms=timing.heartbeat_ms, rebalance_timeout_ms=timing.max_poll_ms)
+    config = SimConfig(
+        assignor=strategy,
+        broker="kafka" if kafka_broker.is_real_kafka else "tansu",
+        client="librdkafka",
+        session_timeout_ms=timing.session_ms,
+        heartbeat_interval_ms=timing.heartbeat_ms,
+        rebalance_timeout_ms=timing.max_poll_ms,
+    )
     result = simulate(Scenario(3, {topic: 12}).then(ScaleOut(3, after_s=10.0)), config)
     start, end = result.phases["1:scale_out"]
     # Live members report no SyncGroup, so both sides count rounds from assign-callback bursts.

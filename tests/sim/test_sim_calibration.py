@@ -28,7 +28,9 @@ def test_kafka_predictions_within_25_percent_of_recorded_medians() -> None:
     off = [r for r in rows if abs(r["rel_err"]) > 0.25]
     assert not off, "\n".join(
         f"{r['client']} {r['strategy']} {r['phase']} {r['metric']}: recorded {r['recorded']:.3f}, "
-        f"simulated {r['simulated']:.3f} ({r['rel_err']:+.0%})" for r in off)
+        f"simulated {r['simulated']:.3f} ({r['rel_err']:+.0%})"
+        for r in off
+    )
     assert all(r["rel_err"] == 0 for r in rows if r["metric"] in ("moved", "rounds"))
 
 

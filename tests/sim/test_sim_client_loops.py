@@ -24,11 +24,16 @@ FAST = dict(assignor="cooperative-sticky", session_timeout_ms=1500.0, heartbeat_
 
 def _m1_protocol_events(client: str, **settings: float) -> list[tuple[str, float]]:
     """m1's join/sync/callback events in a scale-out of 3 -> 4, relative to the trigger."""
-    result = simulate(Scenario(3, {"topic": 12}).then(ScaleOut(1, after_s=5.0, phase=0.5)),
-                      SimConfig(client=client, **FAST, **settings))
+    result = simulate(
+        Scenario(3, {"topic": 12}).then(ScaleOut(1, after_s=5.0, phase=0.5)),
+        SimConfig(client=client, **FAST, **settings),
+    )
     start = result.phases["1:scale_out"][0]
-    return [(e.ev, e.t - start) for e in result.events
-            if e.t >= start and e.id == "m1" and e.ev in ("join", "sync", "cb_revoked", "cb_assigned")]
+    return [
+        (e.ev, e.t - start)
+        for e in result.events
+        if e.t >= start and e.id == "m1" and e.ev in ("join", "sync", "cb_revoked", "cb_assigned")
+    ]
 
 
 def test_java_reads_each_answer_at_its_next_poll_while_it_processes_its_partitions() -> None:
@@ -173,10 +178,12 @@ def _closing_while_parked_at_the_barrier(client: str) -> dict[str, float]:
     sim.members["m1"].close()
     sim.loop.run(start + 3.0, lambda: False)
     after = [e for e in sim.events if e.t >= start]
-    return {"start": start,
-            "closing": next(e.t for e in after if e.id == "m1" and e.ev == "closing"),
-            "closed": next(e.t for e in after if e.id == "m1" and e.ev == "closed"),
-            "m2 joins": next(e.t for e in after if e.id == "m2" and e.ev == "join")}
+    return {
+        "start": start,
+        "closing": next(e.t for e in after if e.id == "m1" and e.ev == "closing"),
+        "closed": next(e.t for e in after if e.id == "m1" and e.ev == "closed"),
+        "m2 joins": next(e.t for e in after if e.id == "m2" and e.ev == "join"),
+    }
 
 
 def test_librdkafka_closes_only_once_the_round_it_joined_is_over() -> None:
@@ -189,8 +196,10 @@ def test_librdkafka_closes_only_once_the_round_it_joined_is_over() -> None:
 
 
 def test_librdkafka_does_not_rejoin_while_its_callbacks_wait_for_poll() -> None:
-    result = simulate(Scenario(3, {"topic": 12}).then(ScaleOut(3, after_s=5.0, phase=0.5)),
-                      SimConfig(client="librdkafka", processing_ms=400.0, **FAST))
+    result = simulate(
+        Scenario(3, {"topic": 12}).then(ScaleOut(3, after_s=5.0, phase=0.5)),
+        SimConfig(client="librdkafka", processing_ms=400.0, **FAST),
+    )
     start = result.phases["1:scale_out"][0]
     for member in ("m1", "m2", "m3"):
         mine = [e for e in result.events if e.id == member and e.t >= start]

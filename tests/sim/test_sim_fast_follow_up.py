@@ -12,8 +12,13 @@ from kassign.protocol.follow_up_mark import mark_follow_up, read_follow_up
 from kassign.sim import Crash, RollingRestart, ScaleIn, ScaleOut, Scenario, SimConfig, simulate
 
 #: The recorded groups' Kafka settings (data/rebalance-timelines): session 10 s, heartbeat 1 s.
-KAFKA = SimConfig(assignor="cooperative-sticky", broker="kafka", session_timeout_ms=10000.0,
-                  heartbeat_interval_ms=1000.0, rebalance_timeout_ms=30000.0)
+KAFKA = SimConfig(
+    assignor="cooperative-sticky",
+    broker="kafka",
+    session_timeout_ms=10000.0,
+    heartbeat_interval_ms=1000.0,
+    rebalance_timeout_ms=30000.0,
+)
 TANSU = replace(KAFKA, broker="tansu", session_timeout_ms=1500.0, heartbeat_interval_ms=250.0)
 #: Median unowned partition-seconds of the recorded cooperative-sticky scale-outs on Kafka (docs/simulator.md).
 RECORDED_COOP_SCALE_OUT_PS = 12.1
@@ -72,8 +77,12 @@ def test_a_group_that_keeps_changing_does_not_rejoin_storm(config: SimConfig, se
     # Changes land on rebalances still in flight; the seed moves the first one and the jitter.
     # (Seeds where the plain group settles: with 8 members, the Tansu model can keep re-forming.)
     scenario = Scenario(4, {"topic": 12}, seed=seed).then(
-        ScaleOut(2, phase=random.Random(seed).random()), RollingRestart(down_s=0.3, interval_s=0.5, after_s=2.0),
-        Crash(after_s=1.0), ScaleOut(2, after_s=0.5), ScaleIn(3, after_s=1.5))
+        ScaleOut(2, phase=random.Random(seed).random()),
+        RollingRestart(down_s=0.3, interval_s=0.5, after_s=2.0),
+        Crash(after_s=1.0),
+        ScaleOut(2, after_s=0.5),
+        ScaleIn(3, after_s=1.5),
+    )
     config = replace(config, jitter_ms=2.0)
     plain = simulate(scenario, config)
     fast = simulate(scenario, replace(config, fast_follow_up=True))
@@ -125,8 +134,12 @@ def test_mark_wraps_the_assignors_own_user_data() -> None:
 
 
 def test_delayed_assignor_keeps_working_with_the_mark() -> None:
-    config = replace(KAFKA, assignor="kassign-delayed-cooperative-sticky", fast_follow_up=True,
-                     scheduled_rebalance_max_delay_ms=2000.0)
+    config = replace(
+        KAFKA,
+        assignor="kassign-delayed-cooperative-sticky",
+        fast_follow_up=True,
+        scheduled_rebalance_max_delay_ms=2000.0,
+    )
     scenario = Scenario(4, {"topic": 12}, seed=1).then(Crash(phase=0.3), ScaleOut(1, after_s=15.0))
     result = simulate(scenario, config)
     assert result.settled

@@ -23,8 +23,17 @@ RECORDINGS = Path(__file__).resolve().parents[2] / "data" / "rebalance-timelines
 RUNS = sorted(d.name for d in RECORDINGS.iterdir() if (d / "metrics.json").is_file())
 #: metrics.json values that the events determine (gap_kept_s/gap_moved_s/base_gap_s were measured
 #: on processed records, which the events do not carry).
-FROM_EVENTS = ("settle_s", "window_s", "unowned_ps", "double_owned_ps", "moved", "unowned_parts", "kept",
-               "revoke_callbacks", "assign_callbacks")
+FROM_EVENTS = (
+    "settle_s",
+    "window_s",
+    "unowned_ps",
+    "double_owned_ps",
+    "moved",
+    "unowned_parts",
+    "kept",
+    "revoke_callbacks",
+    "assign_callbacks",
+)
 
 
 def tp(p: int) -> TopicPartition:
@@ -73,7 +82,8 @@ def test_double_ownership_is_measured() -> None:
 
 def test_a_crash_ends_ownership_without_a_callback() -> None:
     events = [
-        ev("a", 0.0, "cb_assigned", [0]), ev("b", 0.0, "cb_assigned", [1]),
+        ev("a", 0.0, "cb_assigned", [0]),
+        ev("b", 0.0, "cb_assigned", [1]),
         ev("b", 5.0, "crash"),
         ev("a", 15.0, "cb_assigned", [1]),
     ]
@@ -93,8 +103,12 @@ def test_ownership_intervals_of_an_incremental_timeline() -> None:
 
 def test_rounds_count_new_generations_or_callback_bursts() -> None:
     before = [ev("a", 0.0, "sync", gen=3)]
-    inside = [ev("a", 1.0, "sync", gen=3), ev("a", 2.0, "sync", gen=4), ev("b", 2.0, "sync", gen=4),
-              ev("a", 3.0, "sync", gen=5)]
+    inside = [
+        ev("a", 1.0, "sync", gen=3),
+        ev("a", 2.0, "sync", gen=4),
+        ev("b", 2.0, "sync", gen=4),
+        ev("a", 3.0, "sync", gen=5),
+    ]
     assert count_rounds(inside, earlier=before) == 2
     bursts = [ev("a", 1.0, "cb_assigned", []), ev("b", 1.1, "cb_assigned", []), ev("a", 2.0, "cb_assigned", [])]
     assert count_rounds(bursts) == 2
@@ -117,11 +131,15 @@ def test_handovers_count_what_a_picture_shows_changing_hands() -> None:
     ``moved`` (owner at the start vs at the settle) is 0; ``handovers`` counts both trips; an eager
     revoke-and-give-back to the same member is no handover."""
     events = [
-        ev("m1", 0.0, "cb_assigned", [0, 1]), ev("m2", 0.0, "cb_assigned", [2, 3]),
-        ev("m1", 10.0, "cb_revoked", [0, 1]), ev("m1", 10.1, "closed"),
-        ev("m2", 10.5, "cb_revoked", [2, 3]), ev("m2", 10.6, "cb_assigned", [0, 1, 2, 3]),
+        ev("m1", 0.0, "cb_assigned", [0, 1]),
+        ev("m2", 0.0, "cb_assigned", [2, 3]),
+        ev("m1", 10.0, "cb_revoked", [0, 1]),
+        ev("m1", 10.1, "closed"),
+        ev("m2", 10.5, "cb_revoked", [2, 3]),
+        ev("m2", 10.6, "cb_assigned", [0, 1, 2, 3]),
         ev("m1", 11.0, "subscribed"),
-        ev("m2", 11.5, "cb_revoked", [0, 1]), ev("m1", 11.8, "cb_assigned", [0, 1]),
+        ev("m2", 11.5, "cb_revoked", [0, 1]),
+        ev("m1", 11.8, "cb_assigned", [0, 1]),
     ]
     m = phase_metrics(events, 10.0)
     assert (m.moved, m.kept) == (0, 4)
@@ -132,9 +150,14 @@ def test_a_member_that_closes_without_a_revoke_callback_loses_its_partitions_whe
     # aiokafka's eager consumer calls no listener on close(): its partitions are ownerless from its
     # ``closed`` until the survivors' next assignment, and the phase's window starts there.
     t0, t1, t2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
-    events = [Event("a", 0.0, "cb_assigned", [t0, t1]), Event("b", 0.0, "cb_assigned", [t2]),
-              Event("a", 10.0, "closing"), Event("a", 10.2, "closed"),
-              Event("b", 10.5, "cb_revoked", [t2]), Event("b", 11.0, "cb_assigned", [t0, t1, t2])]
+    events = [
+        Event("a", 0.0, "cb_assigned", [t0, t1]),
+        Event("b", 0.0, "cb_assigned", [t2]),
+        Event("a", 10.0, "closing"),
+        Event("a", 10.2, "closed"),
+        Event("b", 10.5, "cb_revoked", [t2]),
+        Event("b", 11.0, "cb_assigned", [t0, t1, t2]),
+    ]
     m = phase_metrics(events, 9.0)
     assert m.unowned_ps == pytest.approx(2 * 0.8 + 0.5) and m.window_s == pytest.approx(0.8)
 

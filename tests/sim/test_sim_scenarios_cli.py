@@ -20,8 +20,13 @@ def test_scenarios_compose() -> None:
     composed = base.then(ScaleOut(2)).then(ScaleIn(1), Crash())
     assert [type(s) for s in composed.steps] == [ScaleOut, ScaleIn, Crash]
     assert base.steps == ()  # scenarios are values
-    assert composed.to_dict()["steps"][0] == {"kind": "scale_out", "count": 2, "after_s": 10.0, "phase": None,
-                                               "instance_ids": ()}
+    assert composed.to_dict()["steps"][0] == {
+        "kind": "scale_out",
+        "count": 2,
+        "after_s": 10.0,
+        "phase": None,
+        "instance_ids": (),
+    }
 
 
 def test_random_scenarios_are_reproducible_and_varied() -> None:
@@ -29,13 +34,16 @@ def test_random_scenarios_are_reproducible_and_varied() -> None:
     assert len({random_scenario(s).steps for s in range(10)}) == 10
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(members=-1, topics={"t": 1}), "members must be >= 0"),
-    (dict(members=1, topics={}), "at least one topic"),
-    (dict(members=1, topics={"t": -2}), "negative partition count -2"),
-    (dict(members=1, topics={"t": 1}, steps=(ScaleOut(after_s=-1),)), "after_s < 0"),
-    (dict(members=1, topics={"t": 1}, steps=(ScaleOut(phase=1.5),)), "phase must be in"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(members=-1, topics={"t": 1}), "members must be >= 0"),
+        (dict(members=1, topics={}), "at least one topic"),
+        (dict(members=1, topics={"t": -2}), "negative partition count -2"),
+        (dict(members=1, topics={"t": 1}, steps=(ScaleOut(after_s=-1),)), "after_s < 0"),
+        (dict(members=1, topics={"t": 1}, steps=(ScaleOut(phase=1.5),)), "phase must be in"),
+    ],
+)
 def test_bad_scenarios_are_named(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Scenario(**kwargs)
@@ -49,16 +57,48 @@ def test_unknown_scenario_kind() -> None:
 
 def test_simulate_prints_a_table_and_writes_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "events.jsonl"
-    assert kassign_main(["simulate", "--scenario", "scale_in", "--members", "4", "--partitions", "8",
-                         "--assignor", "sticky", "--events", str(out)]) == 0
+    assert (
+        kassign_main(
+            [
+                "simulate",
+                "--scenario",
+                "scale_in",
+                "--members",
+                "4",
+                "--partitions",
+                "8",
+                "--assignor",
+                "sticky",
+                "--events",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "1:scale_in" in text and "unowned_ps" in text and "settled=True" in text
     assert any(e.ev == "cb_revoked" for e in read_events(out))
 
 
 def test_simulate_json_and_settings(capsys: pytest.CaptureFixture[str]) -> None:
-    assert simulate_main(["--scenario", "crash", "--broker", "tansu", "--session-timeout-ms", "2000",
-                          "--heartbeat-interval-ms", "300", "--set", "jitter_ms=2", "--json"]) == 0
+    assert (
+        simulate_main(
+            [
+                "--scenario",
+                "crash",
+                "--broker",
+                "tansu",
+                "--session-timeout-ms",
+                "2000",
+                "--heartbeat-interval-ms",
+                "300",
+                "--set",
+                "jitter_ms=2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["settled"] is True and data["protocol"] == "cooperative"
     assert data["phases"]["1:crash"]["window_s"] >= 2.0  # Tansu evicts after the session timeout
@@ -80,8 +120,24 @@ def test_replay_sets_simulation_beside_recording(capsys: pytest.CaptureFixture[s
 def test_simulate_the_consumer_group_protocol(capsys: pytest.CaptureFixture[str]) -> None:
     """``--group-protocol consumer``: the broker assigns; a crash waits for the session timeout, a
     static group is refused (not modelled) with one line."""
-    assert simulate_main(["--scenario", "crash", "--members", "4", "--group-protocol", "consumer",
-                          "--session-ms", "2000", "--heartbeat-ms", "250", "--json"]) == 0
+    assert (
+        simulate_main(
+            [
+                "--scenario",
+                "crash",
+                "--members",
+                "4",
+                "--group-protocol",
+                "consumer",
+                "--session-ms",
+                "2000",
+                "--heartbeat-ms",
+                "250",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["settled"] is True
     crash = data["phases"]["1:crash"]

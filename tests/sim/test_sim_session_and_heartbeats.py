@@ -14,9 +14,17 @@ from kassign.sim.simulator import Simulation
 
 
 def _group(processing: Processing) -> Simulation:
-    return Simulation(Scenario(members=2, topics={"t": 4}, seed=3), SimConfig(
-        client="aiokafka", session_timeout_ms=1500, heartbeat_interval_ms=250,
-        processing_ms=processing.low_ms, processing_max_ms=processing.high_ms), None)
+    return Simulation(
+        Scenario(members=2, topics={"t": 4}, seed=3),
+        SimConfig(
+            client="aiokafka",
+            session_timeout_ms=1500,
+            heartbeat_interval_ms=250,
+            processing_ms=processing.low_ms,
+            processing_max_ms=processing.high_ms,
+        ),
+        None,
+    )
 
 
 def test_heartbeat_lateness_spreads_members_without_touching_their_batches() -> None:

@@ -98,8 +98,9 @@ def test_static_members_restart_within_the_session_timeout_without_a_rebalance()
 
 def test_tansu_holds_every_join_for_half_the_session_timeout() -> None:
     scenario = Scenario(3, {"topic": 12})
-    tansu = simulate(scenario, SimConfig(assignor="range", broker="tansu", session_timeout_ms=4000.0,
-                                         heartbeat_interval_ms=300.0)).metrics["initial"]
+    tansu = simulate(
+        scenario, SimConfig(assignor="range", broker="tansu", session_timeout_ms=4000.0, heartbeat_interval_ms=300.0)
+    ).metrics["initial"]
     kafka = simulate(scenario, SimConfig(assignor="range", **KAFKA)).metrics["initial"]
     assert tansu.settle_s >= 2.0
     assert kafka.settle_s < 0.5
@@ -192,7 +193,7 @@ class _MovesOwnedPartitions:
     def assign(self, partitions_per_topic, subscriptions):  # noqa: ANN001, ANN201
         members = sorted(subscriptions)[::-1]
         parts = [TopicPartition(t, p) for t in sorted(partitions_per_topic) for p in range(partitions_per_topic[t])]
-        return {m: parts[i::len(members)] for i, m in enumerate(members)}
+        return {m: parts[i :: len(members)] for i, m in enumerate(members)}
 
 
 def test_an_assignment_a_kafka_client_would_reject_raises() -> None:

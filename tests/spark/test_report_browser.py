@@ -36,8 +36,12 @@ seeds: 2
 config: {session_timeout_ms: 10000, heartbeat_interval_ms: 1000}
 """
 #: Where each figure's metric is summarised in aggregates.json (the largest value of a group).
-MAX_COLUMN = {"unowned_ps": "unowned_ps_max", "moved": "moved_max", "settle_s": "settle_s_max",
-              "balance": "balance_max"}
+MAX_COLUMN = {
+    "unowned_ps": "unowned_ps_max",
+    "moved": "moved_max",
+    "settle_s": "settle_s_max",
+    "balance": "balance_max",
+}
 
 
 #: Executable names of a Chromium or Chrome, in the order they are looked for.
@@ -62,10 +66,22 @@ def require_browser() -> str:
 
 def screenshot(browser: str, page: Path, png: Path, profile: Path) -> None:
     """Render ``page`` with headless ``browser`` into ``png`` (WIDTH x HEIGHT)."""
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={png}",
-           f"--window-size={WIDTH},{HEIGHT}", page.resolve().as_uri()]
+    cmd = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        f"--screenshot={png}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        page.resolve().as_uri(),
+    ]
     # Its own session, so a hung Chromium is killed with every helper process it started.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -83,9 +99,24 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("report")
     (work / "grid.yaml").write_text(GRID)
     out = work / "out"
-    run = subprocess.run([sys.executable, "-m", "kassign.cli", "sweep", str(work / "grid.yaml"), "--out", str(out),
-                          "--master", "local[1]", "--no-progress", "--no-events"],
-                         capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kassign.cli",
+            "sweep",
+            str(work / "grid.yaml"),
+            "--out",
+            str(out),
+            "--master",
+            "local[1]",
+            "--no-progress",
+            "--no-events",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return out
 
@@ -126,6 +157,6 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
     # The figures loaded (a broken image shows no colour): pixels of the protocol colours, drawn
     # at 80 % opacity over white, must cover a fair part of the page.
     for hexcolour in PROTOCOL_COLOURS.values():
-        colour = np.array([round(0.8 * int(hexcolour[i:i + 2], 16) + 0.2 * 255) for i in (1, 3, 5)])
+        colour = np.array([round(0.8 * int(hexcolour[i : i + 2], 16) + 0.2 * 255) for i in (1, 3, 5)])
         share = (np.abs(pixels - colour).sum(axis=2) < 40).mean()
         assert share > 0.003, f"{hexcolour}: {share:.4f} of the page"

@@ -18,21 +18,28 @@ RECORDINGS = ROOT / "data" / "rebalance-timelines"
 def test_example_grid_expands_to_supported_pairs_only() -> None:
     specs = expand_grid(load_grid(ROOT / "examples" / "grids" / "small.yaml"))
     pairs = {(s["assignor"], s["protocol"]) for s in specs}
-    assert pairs == {("range", "eager"), ("sticky", "eager"), ("cooperative-sticky", "eager"),
-                     ("cooperative-sticky", "cooperative")}
+    assert pairs == {
+        ("range", "eager"),
+        ("sticky", "eager"),
+        ("cooperative-sticky", "eager"),
+        ("cooperative-sticky", "cooperative"),
+    }
     assert len(specs) == 4 * 2 * 4 * 3  # pairs x members x scenarios x seeds
     assert [s["scenario_id"] for s in specs] == list(range(len(specs)))
 
 
-@pytest.mark.parametrize("grid, message", [
-    ({"colours": [1]}, "unknown grid key"),
-    ({"scenarios": ["explode"]}, "unknown scenario kind 'explode'"),
-    ({"seeds": 0}, "'seeds' must be >= 1"),
-    ({"members": []}, "axis 'members' is empty"),
-    ({"config": {"assignor": "range"}}, "use the grid axes"),
-    ({"config": {"session_timeout": 1}}, "unknown simulator setting"),
-    ({"assignors": ["nope"]}, "unknown assignor 'nope'"),
-])
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        ({"colours": [1]}, "unknown grid key"),
+        ({"scenarios": ["explode"]}, "unknown scenario kind 'explode'"),
+        ({"seeds": 0}, "'seeds' must be >= 1"),
+        ({"members": []}, "axis 'members' is empty"),
+        ({"config": {"assignor": "range"}}, "use the grid axes"),
+        ({"config": {"session_timeout": 1}}, "unknown simulator setting"),
+        ({"assignors": ["nope"]}, "unknown assignor 'nope'"),
+    ],
+)
 def test_bad_grids_are_named(grid: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         expand_grid(grid)
@@ -47,9 +54,16 @@ def test_sweep_cli_rejects_a_bad_grid_before_starting_spark(tmp_path: Path, caps
 
 
 def test_a_spec_runs_to_phase_and_event_rows() -> None:
-    spec = expand_grid({"assignors": ["cooperative-sticky"], "protocols": ["cooperative"], "members": [3],
-                        "partitions": [12], "scenarios": ["scale_out"],
-                        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000}})[0]
+    spec = expand_grid(
+        {
+            "assignors": ["cooperative-sticky"],
+            "protocols": ["cooperative"],
+            "members": [3],
+            "partitions": [12],
+            "scenarios": ["scale_out"],
+            "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000},
+        }
+    )[0]
     phases, events = run_spec(spec)
     assert [r["phase"] for r in phases] == ["initial", "1:scale_out"]
     assert phases[1]["kind"] == "scale_out" and phases[1]["rounds"] == 2 and phases[1]["double_owned_ps"] == 0
@@ -83,9 +97,18 @@ def test_an_assignment_the_client_would_reject_becomes_an_error_row(monkeypatch:
         raise SimulationError("cooperative assignment moves topic-3 from m1 to m2 in one round")
 
     monkeypatch.setattr(tasks, "simulate", rejecting)
-    spec = {"scenario_id": 7, "assignor": "cooperative-sticky", "protocol": "cooperative", "broker": "tansu",
-            "client": "java", "members": 6, "partitions": 48, "scenario": "random", "seed": 11,
-            "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000}}
+    spec = {
+        "scenario_id": 7,
+        "assignor": "cooperative-sticky",
+        "protocol": "cooperative",
+        "broker": "tansu",
+        "client": "java",
+        "members": 6,
+        "partitions": 48,
+        "scenario": "random",
+        "seed": 11,
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 1000},
+    }
     phases, events = tasks.run_spec(spec)
     assert [(r["phase"], r["kind"], r["settled"]) for r in phases] == [("error", "error", False)]
     assert events == []

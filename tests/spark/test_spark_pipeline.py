@@ -46,8 +46,12 @@ def test_sweep_aggregates_match_direct_simulation(spark, tmp_path: Path) -> None
     direct: dict[tuple[str, str, str], list] = defaultdict(list)
     n_events = 0
     for s in specs:
-        config = SimConfig(assignor=s["assignor"], protocol=RebalanceProtocol[s["protocol"].upper()],
-                           session_timeout_ms=6000, heartbeat_interval_ms=1000)
+        config = SimConfig(
+            assignor=s["assignor"],
+            protocol=RebalanceProtocol[s["protocol"].upper()],
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=1000,
+        )
         sim = simulate(make_scenario(s["scenario"], 3, 12, seed=s["seed"]), config)
         n_events += len(sim.events)
         for phase, m in sim.metrics.items():

@@ -14,19 +14,30 @@ from kassign.telemetry import MetricConfig, RebalanceRecorder
 
 
 def main(bootstrap: str, group: str, topic: str, recording: str) -> None:
-    recorder = RebalanceRecorder(recording, member="crash", group=group, protocol="eager",
-                                 metric_config=MetricConfig(time_window_ms=600_000))
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 4000,
-                         "heartbeat.interval.ms": 500, "partition.assignment.strategy": "roundrobin",
-                         "auto.offset.reset": "earliest", "log_level": 3})
+    recorder = RebalanceRecorder(
+        recording, member="crash", group=group, protocol="eager", metric_config=MetricConfig(time_window_ms=600_000)
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "session.timeout.ms": 4000,
+            "heartbeat.interval.ms": 500,
+            "partition.assignment.strategy": "roundrobin",
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
 
     def report(kind: str):
         def callback(_consumer, partitions):
             print(kind, ",".join(str(p.partition) for p in partitions), flush=True)
+
         return callback
 
-    recorder.subscribe(consumer, [topic], on_assign=report("assigned"), on_revoke=report("revoked"),
-                       on_lost=report("lost"))
+    recorder.subscribe(
+        consumer, [topic], on_assign=report("assigned"), on_revoke=report("revoked"), on_lost=report("lost")
+    )
     while True:  # until killed
         consumer.poll(0.2)
 

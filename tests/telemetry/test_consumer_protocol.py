@@ -54,10 +54,14 @@ def test_a_fresh_consumer_protocol_member_reads_like_java() -> None:
 
 def test_reconciliations_start_and_end_the_rebalances() -> None:
     events = [
-        ev(0.0, "subscribed", protocol="consumer"),   # no rebalance yet: that starts with the assignment
-        ev(0.4, "reconcile", epoch=1), ev(0.5, "cb_assigned", [0, 1], dur=0.02), ev(0.52, "reconciled", epoch=1),
-        ev(10.0, "reconcile", epoch=2), ev(10.1, "cb_revoked", [1], dur=0.3),
-        ev(10.4, "cb_assigned", [], dur=0.0), ev(10.45, "reconciled", epoch=2),
+        ev(0.0, "subscribed", protocol="consumer"),  # no rebalance yet: that starts with the assignment
+        ev(0.4, "reconcile", epoch=1),
+        ev(0.5, "cb_assigned", [0, 1], dur=0.02),
+        ev(0.52, "reconciled", epoch=1),
+        ev(10.0, "reconcile", epoch=2),
+        ev(10.1, "cb_revoked", [1], dur=0.3),
+        ev(10.4, "cb_assigned", [], dur=0.0),
+        ev(10.45, "reconciled", epoch=2),
     ]
     m = run(events, now=12.0)
     assert m["rebalance-total"] == 2
@@ -71,15 +75,16 @@ def test_reconciliations_start_and_end_the_rebalances() -> None:
 def test_failures_count_only_while_a_rebalance_is_open_and_a_new_start_overwrites() -> None:
     events = [
         ev(0.0, "subscribed", protocol="consumer"),
-        ev(1.0, "rebalance_failed", error="NOT_COORDINATOR"),            # nothing open: Java ignores it
+        ev(1.0, "rebalance_failed", error="NOT_COORDINATOR"),  # nothing open: Java ignores it
         ev(2.0, "reconcile", epoch=3),
         ev(2.5, "rebalance_failed", error="COORDINATOR_LOAD_IN_PROGRESS"),
-        ev(3.0, "reconciled", epoch=3),                                  # 1000 ms: the failure kept the start
+        ev(3.0, "reconciled", epoch=3),  # 1000 ms: the failure kept the start
         ev(20.0, "reconcile", epoch=4),
-        ev(21.0, "rebalance_failed", error="FENCED_MEMBER_EPOCH"),        # fenced while reconciling
+        ev(21.0, "rebalance_failed", error="FENCED_MEMBER_EPOCH"),  # fenced while reconciling
         ev(21.5, "rebalance_failed", error="COORDINATOR_NOT_AVAILABLE"),  # still open: counts again
-        ev(22.0, "reconcile", epoch=6), ev(22.2, "reconciled", epoch=6),  # rejoined: 200 ms from the new start
-        ev(23.0, "rebalance_failed", error="NOT_COORDINATOR"),            # closed again: ignored
+        ev(22.0, "reconcile", epoch=6),
+        ev(22.2, "reconciled", epoch=6),  # rejoined: 200 ms from the new start
+        ev(23.0, "rebalance_failed", error="NOT_COORDINATOR"),  # closed again: ignored
     ]
     m = run(events, now=30.0)
     assert m["rebalance-total"] == 2
@@ -92,9 +97,9 @@ def test_failures_count_only_while_a_rebalance_is_open_and_a_new_start_overwrite
 
 def test_heartbeat_metrics_count_answers_and_time_sends() -> None:
     events = [ev(0.0, "subscribed", protocol="consumer")]
-    events += [ev(float(i), "heartbeat", lat=10.0 + i) for i in range(10)]          # answered at i + lat
+    events += [ev(float(i), "heartbeat", lat=10.0 + i) for i in range(10)]  # answered at i + lat
     events += [ev(9.5, "heartbeat", lat=5000.0, error="KafkaConnectionError", answered=False)]
-    events += [ev(9.8, "heartbeat", lat=3.0, error="NOT_COORDINATOR")]              # an error answer counts
+    events += [ev(9.8, "heartbeat", lat=3.0, error="NOT_COORDINATOR")]  # an error answer counts
     m = run(events, now=12.5)
     assert m["heartbeat-total"] == 11
     assert m["heartbeat-response-time-max"] == pytest.approx(19.0), "the unanswered one is no response time"
@@ -109,13 +114,16 @@ def test_heartbeat_metrics_count_answers_and_time_sends() -> None:
 def test_callbacks_alone_infer_reconciliations() -> None:
     events = [
         ev(0.0, "subscribed", protocol="consumer"),
-        ev(2.0, "cb_assigned", [0, 1], dur=0.004),                               # 4 ms
-        ev(10.0, "cb_revoked", [1], dur=0.05), ev(10.05, "cb_revoked_done"),
-        ev(10.06, "cb_assigned", [], dur=0.002),                                 # 62 ms, one rebalance
-        ev(15.0, "cb_revoked", [0], dur=0.01), ev(15.01, "cb_revoked_done"),     # fenced before its assign...
-        ev(16.0, "cb_lost", [], dur=0.0),                                        # ... abandons it
-        ev(19.0, "cb_assigned", [0], dur=0.001),                                 # 1 ms
-        ev(30.0, "closing"), ev(30.1, "cb_revoked", [0], dur=0.0),               # leaving is no rebalance
+        ev(2.0, "cb_assigned", [0, 1], dur=0.004),  # 4 ms
+        ev(10.0, "cb_revoked", [1], dur=0.05),
+        ev(10.05, "cb_revoked_done"),
+        ev(10.06, "cb_assigned", [], dur=0.002),  # 62 ms, one rebalance
+        ev(15.0, "cb_revoked", [0], dur=0.01),
+        ev(15.01, "cb_revoked_done"),  # fenced before its assign...
+        ev(16.0, "cb_lost", [], dur=0.0),  # ... abandons it
+        ev(19.0, "cb_assigned", [0], dur=0.001),  # 1 ms
+        ev(30.0, "closing"),
+        ev(30.1, "cb_revoked", [0], dur=0.0),  # leaving is no rebalance
     ]
     m = run(events, now=31.0)
     assert m["rebalance-total"] == 3
@@ -133,7 +141,7 @@ def test_recorder_hooks_write_reconcile_and_heartbeat_events() -> None:
     rec = RebalanceRecorder(out.append, member="m1", group="g", protocol="consumer", clock=clock)
     rec.subscribed(["t"])
     clock.t = 1000.2
-    rec.heartbeat_completed(200.0)                          # sent at 1000.0
+    rec.heartbeat_completed(200.0)  # sent at 1000.0
     rec.rebalance_started(1)
     clock.t = 1000.5
     rec.rebalance_completed(False, 1, "COORDINATOR_LOAD_IN_PROGRESS")
@@ -143,8 +151,15 @@ def test_recorder_hooks_write_reconcile_and_heartbeat_events() -> None:
     clock.t = 1001.0
     rec.heartbeat_completed(40.0, "KafkaConnectionError()", answered=False)
     rec.close()
-    assert [o["ev"] for o in out] == ["subscribed", "heartbeat", "reconcile", "rebalance_failed", "cb_assigned",
-                                      "reconciled", "heartbeat"], "no boundaries inferred beside the hooks"
+    assert [o["ev"] for o in out] == [
+        "subscribed",
+        "heartbeat",
+        "reconcile",
+        "rebalance_failed",
+        "cb_assigned",
+        "reconciled",
+        "heartbeat",
+    ], "no boundaries inferred beside the hooks"
     assert out[0]["protocol"] == "consumer"
     assert out[1]["t"] == pytest.approx(1000.0) and out[1]["lat"] == 200.0 and "answered" not in out[1]
     assert out[2]["epoch"] == 1 and out[5]["epoch"] == 1 and out[3]["error"] == "COORDINATOR_LOAD_IN_PROGRESS"
@@ -164,7 +179,7 @@ def test_a_recorder_without_a_protocol_learns_it_from_the_first_heartbeat() -> N
     out: list[dict] = []
     clock = Clock()
     rec = RebalanceRecorder(out.append, member="m1", clock=clock)  # e.g. wrap_listener() without attach()
-    rec.subscribed(["t"])                                          # written as eager: nothing said yet
+    rec.subscribed(["t"])  # written as eager: nothing said yet
     rec.heartbeat_completed(5.0)
     rec.rebalance_started(1)
     clock.t += 0.1
@@ -198,11 +213,16 @@ def test_cli_takes_the_protocol_from_the_recording(tmp_path: Path, capsys: pytes
     from kassign.telemetry.cli import main
 
     path = tmp_path / "m1.jsonl"
-    write_events(path, [
-        ev(0.0, "subscribed", protocol="consumer"),
-        ev(1.0, "heartbeat", lat=12.0), ev(1.01, "reconcile", epoch=1), ev(1.2, "reconciled", epoch=1),
-        ev(4.0, "heartbeat", lat=7.0),
-    ])
+    write_events(
+        path,
+        [
+            ev(0.0, "subscribed", protocol="consumer"),
+            ev(1.0, "heartbeat", lat=12.0),
+            ev(1.01, "reconcile", epoch=1),
+            ev(1.2, "reconciled", epoch=1),
+            ev(4.0, "heartbeat", lat=7.0),
+        ],
+    )
     assert main([str(path)]) == 0
     out = json.loads(capsys.readouterr().out)["m"]
     assert list(out) == list(ALL_METRIC_NAMES)

@@ -28,18 +28,25 @@ HEARTBEAT_MS = 500
 
 
 def _consumer(bootstrap: str, group_id: str) -> CooperativeConsumer:
-    return CooperativeConsumer(bootstrap_servers=bootstrap, group_id=group_id, group_protocol="consumer",
-                               auto_offset_reset="earliest")
+    return CooperativeConsumer(
+        bootstrap_servers=bootstrap, group_id=group_id, group_protocol="consumer", auto_offset_reset="earliest"
+    )
 
 
 def _brief(metrics: dict[str, float]) -> str:
-    names = ("rebalance-total", "rebalance-latency-max", "failed-rebalance-total", "heartbeat-total",
-             "heartbeat-response-time-max", "partition-revoked-latency-max", "partition-assigned-latency-max")
+    names = (
+        "rebalance-total",
+        "rebalance-latency-max",
+        "failed-rebalance-total",
+        "heartbeat-total",
+        "heartbeat-response-time-max",
+        "partition-revoked-latency-max",
+        "partition-assigned-latency-max",
+    )
     return ", ".join(f"{name} {metrics[name]:.1f}" for name in names)
 
 
-def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_servers, group_id, topic_factory,
-                                                                   tmp_path):
+def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_servers, group_id, topic_factory, tmp_path):
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=HEARTBEAT_MS)

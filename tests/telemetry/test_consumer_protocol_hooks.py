@@ -47,8 +47,13 @@ def test_coordinator_hooks_give_java_s_rebalance_and_heartbeat_metrics() -> None
         group = FakeGroupCoordinator()
         user = SlowRevoke(group)
         coord, subscription = coordinator(group, recorder.wrap_listener(user))
-        await until(lambda: subscription.subscription.assignment is not None
-                    and subscription.subscription.assignment.tps == tps(0, 1), what="first assignment")
+        await until(
+            lambda: (
+                subscription.subscription.assignment is not None
+                and subscription.subscription.assignment.tps == tps(0, 1)
+            ),
+            what="first assignment",
+        )
         await until(lambda: any(o["ev"] == "reconciled" for o in out), what="first reconciliation")
         group.next_error = 14  # COORDINATOR_LOAD_IN_PROGRESS, answered while nothing is reconciling: no failure
         await until(lambda: group.next_error == 0, what="error answered")
@@ -64,9 +69,19 @@ def test_coordinator_hooks_give_java_s_rebalance_and_heartbeat_metrics() -> None
     recorder.close()
     kinds = [o["ev"] for o in out if o["ev"] != "heartbeat"]
     # (A callback is written once it returned, at its start time: the failure during it comes first.)
-    assert kinds == ["reconcile", "cb_assigned", "reconciled",
-                     "reconcile", "rebalance_failed", "cb_revoked", "cb_revoked_done", "cb_assigned", "reconciled",
-                     "cb_revoked", "cb_revoked_done"], kinds  # closing revokes: no rebalance
+    assert kinds == [
+        "reconcile",
+        "cb_assigned",
+        "reconciled",
+        "reconcile",
+        "rebalance_failed",
+        "cb_revoked",
+        "cb_revoked_done",
+        "cb_assigned",
+        "reconciled",
+        "cb_revoked",
+        "cb_revoked_done",
+    ], kinds  # closing revokes: no rebalance
     revoked = next(o for o in out if o["ev"] == "cb_revoked")
     failed = next(o for o in out if o["ev"] == "rebalance_failed")
     assert revoked["t"] < failed["t"] < revoked["t"] + revoked["dur"], "the failure came while the callback ran"
@@ -116,16 +131,16 @@ def test_hooks_follow_java_s_state_transitions_and_failure_rule() -> None:
         member.member_epoch = member.member_epoch if epoch is None else epoch
         hooks.transition(before, member)
 
-    hooks.heartbeat_answered(3.0, "NOT_COORDINATOR", 0)          # nothing open: no failure
-    move(MemberState.RECONCILING, 1)                             # started
-    move(MemberState.RECONCILING)                                # a newer target meanwhile: no new start
+    hooks.heartbeat_answered(3.0, "NOT_COORDINATOR", 0)  # nothing open: no failure
+    move(MemberState.RECONCILING, 1)  # started
+    move(MemberState.RECONCILING)  # a newer target meanwhile: no new start
     hooks.heartbeat_unanswered(40.0, ConnectionError("down"), 1)  # not retriable (no .retriable): failed
-    move(MemberState.ACKNOWLEDGING)                              # completed
-    move(MemberState.RECONCILING)                                # acknowledging went back: started
-    move(MemberState.FENCED, 0)                                  # fenced: stays open
+    move(MemberState.ACKNOWLEDGING)  # completed
+    move(MemberState.RECONCILING)  # acknowledging went back: started
+    move(MemberState.FENCED, 0)  # fenced: stays open
     hooks.heartbeat_answered(2.0, "COORDINATOR_NOT_AVAILABLE", 0)  # failed again
     move(MemberState.JOINING)
-    move(MemberState.STABLE, 3)                                  # not from RECONCILING: nothing
+    move(MemberState.STABLE, 3)  # not from RECONCILING: nothing
     assert listener.calls == [
         ("heartbeat", 3.0, "NOT_COORDINATOR", True),
         ("started", 1),

@@ -21,8 +21,9 @@ JAVA_CLIENTS = "4.4.0"
 
 def test_rebalance_counts_match_the_java_consumers_own(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(6)
-    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=TIMING.session_ms,
-                              heartbeat_ms=TIMING.heartbeat_ms)
+    set_consumer_group_timing(
+        bootstrap_servers, group_id, session_ms=TIMING.session_ms, heartbeat_ms=TIMING.heartbeat_ms
+    )
     with GroupDriver(bootstrap_servers, group_id, topic, timing=TIMING) as group:
         producer = group.start_producer(rate=100)
         members = []
@@ -38,8 +39,11 @@ def test_rebalance_counts_match_the_java_consumers_own(bootstrap_servers, group_
         assert reports, f"{member} reported no metrics"
         java = reports[-1].extra["metrics"]
         until = reports[-1].t
-        mine = metrics_from_events([e for e in events if e.id == member and e.t <= until and e.ev != "client_metrics"],
-                                   protocol="consumer", now=until)[member]
+        mine = metrics_from_events(
+            [e for e in events if e.id == member and e.t <= until and e.ev != "client_metrics"],
+            protocol="consumer",
+            now=until,
+        )[member]
         compared.append((member, java["rebalance-total"], mine["rebalance-total"]))
         assert mine["rebalance-total"] == java["rebalance-total"], (member, java, mine)
         assert mine["failed-rebalance-total"] == java["failed-rebalance-total"] == 0

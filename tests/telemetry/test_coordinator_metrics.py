@@ -39,10 +39,12 @@ def test_nothing_recorded_reads_like_a_fresh_java_consumer() -> None:
 def test_eager_revoke_starts_and_assign_ends_each_rebalance() -> None:
     events = [
         ev(10.0, "subscribed"),
-        ev(10.5, "cb_revoked", [], dur=0.001), ev(10.501, "cb_revoked_done"),  # aiokafka revokes before the first join
-        ev(12.0, "cb_assigned", [0, 1], dur=0.004),                             # 2000 ms after subscribe
-        ev(20.0, "cb_revoked", [0, 1], dur=0.010), ev(20.010, "cb_revoked_done"),
-        ev(20.5, "cb_assigned", [0], dur=0.002),                                # 500 ms
+        ev(10.5, "cb_revoked", [], dur=0.001),
+        ev(10.501, "cb_revoked_done"),  # aiokafka revokes before the first join
+        ev(12.0, "cb_assigned", [0, 1], dur=0.004),  # 2000 ms after subscribe
+        ev(20.0, "cb_revoked", [0, 1], dur=0.010),
+        ev(20.010, "cb_revoked_done"),
+        ev(20.5, "cb_assigned", [0], dur=0.002),  # 500 ms
     ]
     m = run(events, now=25.9)
     assert m["rebalance-total"] == 2
@@ -68,10 +70,11 @@ def test_cooperative_sync_with_revocation_counts_once_and_rejoin_starts_after_as
     # librdkafka / Java order after a SyncGroup that takes partitions away: revoke, then assign, then rejoin.
     events = [
         ev(0.0, "subscribed"),
-        ev(1.0, "cb_assigned", [0, 1, 2, 3], dur=0.001),                       # first rebalance: 1000 ms
-        ev(5.0, "cb_revoked", [2, 3], dur=0.050), ev(5.05, "cb_revoked_done"),  # start unknown: count only
-        ev(5.06, "cb_assigned", [], dur=0.002),                                 # same SyncGroup; rejoin at 5.062
-        ev(6.062, "cb_assigned", [], dur=0.001),                                # follow-up rebalance: 1000 ms
+        ev(1.0, "cb_assigned", [0, 1, 2, 3], dur=0.001),  # first rebalance: 1000 ms
+        ev(5.0, "cb_revoked", [2, 3], dur=0.050),
+        ev(5.05, "cb_revoked_done"),  # start unknown: count only
+        ev(5.06, "cb_assigned", [], dur=0.002),  # same SyncGroup; rejoin at 5.062
+        ev(6.062, "cb_assigned", [], dur=0.001),  # follow-up rebalance: 1000 ms
     ]
     m = run(events, "cooperative", now=7.0)
     assert m["rebalance-total"] == 3
@@ -82,10 +85,14 @@ def test_cooperative_sync_with_revocation_counts_once_and_rejoin_starts_after_as
 
 def test_lost_partitions_start_the_rejoin_and_closing_stops_inference() -> None:
     events = [
-        ev(0.0, "subscribed"), ev(1.0, "cb_assigned", [0], dur=0.0),
+        ev(0.0, "subscribed"),
+        ev(1.0, "cb_assigned", [0], dur=0.0),
         # cb_assigned 2000 ms from the lost callback's end
-        ev(10.0, "cb_lost", [0], dur=0.100), ev(12.1, "cb_assigned", [0], dur=0.0),
-        ev(20.0, "closing"), ev(20.01, "cb_revoked", [0], dur=0.0), ev(20.02, "cb_assigned", [], dur=0.0),
+        ev(10.0, "cb_lost", [0], dur=0.100),
+        ev(12.1, "cb_assigned", [0], dur=0.0),
+        ev(20.0, "closing"),
+        ev(20.01, "cb_revoked", [0], dur=0.0),
+        ev(20.02, "cb_assigned", [], dur=0.0),
     ]
     m = run(events, now=21.0)
     assert m["rebalance-total"] == 2
@@ -96,12 +103,15 @@ def test_lost_partitions_start_the_rejoin_and_closing_stops_inference() -> None:
 def test_hooks_replace_inference_and_failures_keep_the_first_start() -> None:
     events = [
         ev(0.0, "subscribed"),
-        ev(0.1, "join", gen=None), ev(0.2, "rebalance_failed", error="UNKNOWN_MEMBER_ID"),
-        ev(0.3, "join", gen=None), ev(0.9, "sync", gen=1),               # 800 ms from the first join
+        ev(0.1, "join", gen=None),
+        ev(0.2, "rebalance_failed", error="UNKNOWN_MEMBER_ID"),
+        ev(0.3, "join", gen=None),
+        ev(0.9, "sync", gen=1),  # 800 ms from the first join
         ev(0.91, "cb_assigned", [0], dur=0.0),
-        ev(5.0, "cb_revoked", [0], dur=0.0),                              # ignored: hooks are reported
-        ev(6.0, "join", gen=1), ev(6.25, "sync", gen=2),                  # 250 ms
-        ev(7.0, "sync", gen=2, error="REBALANCE_IN_PROGRESS"),            # an answered but failed sync
+        ev(5.0, "cb_revoked", [0], dur=0.0),  # ignored: hooks are reported
+        ev(6.0, "join", gen=1),
+        ev(6.25, "sync", gen=2),  # 250 ms
+        ev(7.0, "sync", gen=2, error="REBALANCE_IN_PROGRESS"),  # an answered but failed sync
     ]
     m = run(events, "cooperative", now=8.0)
     assert m["rebalance-total"] == 2

@@ -36,8 +36,11 @@ def test_prometheus_http_endpoint_serves_every_metric_per_member() -> None:
         text = urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=10).read().decode()
     finally:
         server.shutdown()
-    samples = {(s.name, s.labels["member"]): (s.value, s.labels)
-               for fam in text_string_to_metric_families(text) for s in fam.samples}
+    samples = {
+        (s.name, s.labels["member"]): (s.value, s.labels)
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
     for rec in recorders:
         expected = rec.metrics()
         for name in METRIC_NAMES:

@@ -92,8 +92,11 @@ class Notes:
             "failed-rebalance-total": 0.0,
             "last-rebalance-seconds-ago": -1.0 if last_end is None else float(math.trunc(now - last_end)),
         }
-        for kind, name in (("assigned", "partition-assigned"), ("revoked", "partition-revoked"),
-                           ("lost", "partition-lost")):
+        for kind, name in (
+            ("assigned", "partition-assigned"),
+            ("revoked", "partition-revoked"),
+            ("lost", "partition-lost"),
+        ):
             durations = [(x - e) * 1000 for k, e, x, _ in calls if k == kind]
             out[f"{name}-latency-avg"] = sum(durations) / len(durations) if durations else math.nan
             out[f"{name}-latency-max"] = max(durations, default=math.nan)
@@ -126,8 +129,16 @@ def assert_metrics_match(got: dict[str, float], expected: dict[str, float], n_sa
 class AioMember:
     """An aiokafka member on a shared event loop, recorded with ``recorder.attach``."""
 
-    def __init__(self, loop, bootstrap: str, group: str, topic: str, recorder: RebalanceRecorder,
-                 cooperative: bool = False, protocol: str = "classic") -> None:
+    def __init__(
+        self,
+        loop,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        recorder: RebalanceRecorder,
+        cooperative: bool = False,
+        protocol: str = "classic",
+    ) -> None:
         self.loop, self.bootstrap, self.group, self.topic, self.recorder = loop, bootstrap, group, topic, recorder
         self.cooperative = cooperative or protocol == "consumer"  # kassign's consumer speaks the consumer protocol
         self.protocol = protocol
@@ -159,8 +170,9 @@ class AioMember:
             timing = consumer_config(self.bootstrap, self.group, "consumer", session_ms=SESSION_MS, heartbeat_ms=500)
         else:
             timing = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 500}
-        self.consumer = consumer_class(bootstrap_servers=self.bootstrap, group_id=self.group,
-                                       auto_offset_reset="earliest", **timing)
+        self.consumer = consumer_class(
+            bootstrap_servers=self.bootstrap, group_id=self.group, auto_offset_reset="earliest", **timing
+        )
         self.recorder.attach(self.consumer)  # the one line
         notes.subscribed_at = time.time()
         self.consumer.subscribe([self.topic], listener=Listener())
@@ -179,6 +191,7 @@ class AioMember:
             self.notes.stopping_at = time.time()
             self.task.cancel()
             await self.consumer.stop()
+
         asyncio.run_coroutine_threadsafe(_stop(), self.loop).result(30)
 
     @property
@@ -194,10 +207,17 @@ class ConfluentMember:
 
         self.recorder, self.topic = recorder, topic
         self.notes = Notes()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": SESSION_MS,
-            "heartbeat.interval.ms": 500, "partition.assignment.strategy": "roundrobin",
-            "auto.offset.reset": "earliest", "log_level": 3})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "session.timeout.ms": SESSION_MS,
+                "heartbeat.interval.ms": 500,
+                "partition.assignment.strategy": "roundrobin",
+                "auto.offset.reset": "earliest",
+                "log_level": 3,
+            }
+        )
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -205,10 +225,12 @@ class ConfluentMember:
         notes = self.notes
         self.notes.subscribed_at = time.time()
         self.recorder.subscribe(  # the one line
-            self.consumer, [self.topic],
+            self.consumer,
+            [self.topic],
             on_assign=lambda c, ps: notes.note("assigned", time.time(), ps),
             on_revoke=lambda c, ps: notes.note("revoked", time.time(), ps),
-            on_lost=lambda c, ps: notes.note("lost", time.time(), ps))
+            on_lost=lambda c, ps: notes.note("lost", time.time(), ps),
+        )
         self.thread.start()
 
     def _run(self) -> None:
@@ -232,8 +254,12 @@ class CrashMember:
     def __init__(self, bootstrap: str, group: str, topic: str, recording: Path) -> None:
         script = Path(__file__).with_name("crash_member.py")
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-        self.proc = subprocess.Popen([sys.executable, str(script), bootstrap, group, topic, str(recording)],
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), bootstrap, group, topic, str(recording)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.owned: set[int] = set()
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -347,8 +373,9 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
 
         scrape = urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=10).read().decode()
         now = time.time()
-        scraped = {(s.name, s.labels["member"]): s.value
-                   for fam in text_string_to_metric_families(scrape) for s in fam.samples}
+        scraped = {
+            (s.name, s.labels["member"]): s.value for fam in text_string_to_metric_families(scrape) for s in fam.samples
+        }
         for member, rec, notes in (("a1", rec_a1, a1.notes), ("c1", rec_c1, c1.notes), ("a2", rec_a2, a2.notes)):
             expected = notes.expected_metrics(now)
             n = int(expected["rebalance-total"])
@@ -382,8 +409,9 @@ def test_recorded_group_through_scale_out_scale_in_and_crash(bootstrap_servers, 
         replayed = metrics_from_events(events, now=now, config=WINDOW)[member]
         live = rec.metrics(now)
         for name in METRIC_NAMES:
-            assert (math.isnan(live[name]) and math.isnan(replayed[name])) or \
-                replayed[name] == pytest.approx(live[name], abs=1e-2), (member, name)
+            assert (math.isnan(live[name]) and math.isnan(replayed[name])) or replayed[name] == pytest.approx(
+                live[name], abs=1e-2
+            ), (member, name)
     crashed = list(read_events(tmp_path / "crash.jsonl"))
     assert any(e.ev == "cb_assigned" and e.parts for e in crashed)
     assert not any(e.ev in ("closing", "closed") for e in crashed)  # SIGKILL leaves no goodbye
@@ -418,8 +446,7 @@ def observe_hooks(recorder: RebalanceRecorder) -> list[tuple[str, float, bool]]:
     return seen
 
 
-def hook_expectations(seen: list[tuple[str, float, bool]], latest_start: bool = False
-                      ) -> tuple[int, int, list[float]]:
+def hook_expectations(seen: list[tuple[str, float, bool]], latest_start: bool = False) -> tuple[int, int, list[float]]:
     """Java's definitions over the hook calls: a rebalance starts at the first JoinGroup after the last
     successful one and ends at the next successful SyncGroup; failed rounds count separately. On the
     consumer protocol (``latest_start``) a reconciliation that starts while one is open restarts the
@@ -449,11 +476,15 @@ def test_recorded_cooperative_group_scale_out(bootstrap_servers, group_id, topic
     loop = asyncio.new_event_loop()
     loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
     loop_thread.start()
-    recorders = [RebalanceRecorder(None, member=f"d{i}", group=group_id, metric_config=WINDOW, clock=LastReadClock())
-                 for i in range(3)]
+    recorders = [
+        RebalanceRecorder(None, member=f"d{i}", group=group_id, metric_config=WINDOW, clock=LastReadClock())
+        for i in range(3)
+    ]
     hooks = [observe_hooks(rec) for rec in recorders]
-    members = [AioMember(loop, bootstrap_servers, group_id, topic, rec, cooperative=True, protocol=group_protocol)
-               for rec in recorders]
+    members = [
+        AioMember(loop, bootstrap_servers, group_id, topic, rec, cooperative=True, protocol=group_protocol)
+        for rec in recorders
+    ]
     try:
         members[0].start()
         members[1].start()

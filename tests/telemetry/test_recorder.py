@@ -33,7 +33,7 @@ def test_file_sink_rotates_by_size_and_keeps_backup_count(tmp_path: Path) -> Non
     for f in files:
         assert 0 < f.stat().st_size <= 200
     kept = [json.loads(line) for f in files for line in f.read_text().splitlines()]
-    assert kept == lines[-len(kept):]  # the newest events, in order, none torn
+    assert kept == lines[-len(kept) :]  # the newest events, in order, none torn
 
 
 def test_recording_round_trips_through_the_events_schema(tmp_path: Path) -> None:
@@ -45,8 +45,15 @@ def test_recording_round_trips_through_the_events_schema(tmp_path: Path) -> None
         cb["on_revoke"](None, [TP("orders", 3)])
         live = rec.metrics(now=1e10)
     events = list(read_events(path))
-    assert [e.ev for e in events] == ["subscribed", "join", "cb_assigned", "sync", "cb_revoked", "join",
-                                      "cb_revoked_done"]
+    assert [e.ev for e in events] == [
+        "subscribed",
+        "join",
+        "cb_assigned",
+        "sync",
+        "cb_revoked",
+        "join",
+        "cb_revoked_done",
+    ]
     assert [e.extra.get("inferred") for e in events if e.ev in ("join", "sync")] == [True] * 3
     assert events[1].t == events[0].t and events[3].t == events[2].t  # eager: subscribe/revoke start, assign ends
     assert events[2].parts == [TopicPartition("orders", 3), TopicPartition("payments", 1)]
@@ -157,8 +164,10 @@ def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
 
     asyncio.run(drive())
     rec.close()
-    assert calls == ["assigned [TP(topic='t', partition=0), TP(topic='t', partition=1)]",
-                     "revoked [TP(topic='t', partition=1)]"]
+    assert calls == [
+        "assigned [TP(topic='t', partition=0), TP(topic='t', partition=1)]",
+        "revoked [TP(topic='t', partition=1)]",
+    ]
     assert [o["ev"] for o in out] == ["join", "sync", "cb_assigned", "cb_lost", "rebalance_failed"]  # none inferred
     assert out[2]["dur"] >= 0.02
     m = rec.metrics()

@@ -65,8 +65,13 @@ def test_unserialisable_event_in_a_file_sink_is_written_not_fatal(tmp_path: Path
     sink = RotatingFileSink(tmp_path / "x.jsonl")
     sink({"id": "m", "t": 1.0, "ev": "x", "p": re.compile("a+"), "k": {("t", 1): 2}})
     sink.close()
-    assert json.loads((tmp_path / "x.jsonl").read_text()) == {"id": "m", "t": 1.0, "ev": "x", "p": "a+",
-                                                              "k": {"('t', 1)": 2}}
+    assert json.loads((tmp_path / "x.jsonl").read_text()) == {
+        "id": "m",
+        "t": 1.0,
+        "ev": "x",
+        "p": "a+",
+        "k": {"('t', 1)": 2},
+    }
     cyclic: list = []
     cyclic.append(cyclic)
     assert json.loads(dumps_line({"c": cyclic}))["c"][0][0]  # cut at a depth, as repr

@@ -52,8 +52,14 @@ def test_stats_match_kafka_clients() -> None:
     for sensor, script in scripts.items():
         for op, value, t in script:
             lines.append(f"record {sensor} {value:.0f} {t}" if op == "record" else f"measure {sensor} {t}")
-    proc = subprocess.run(java_command(class_dir, "RebalanceMetricsReference", heap="256m"),
-                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120, check=True)
+    proc = subprocess.run(
+        java_command(class_dir, "RebalanceMetricsReference", heap="256m"),
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     java_rows = [[float(x) for x in line.split()] for line in proc.stdout.splitlines()]
     ours = [row for script in scripts.values() for row in _ours(script)]
     assert len(java_rows) == len(ours) > 100

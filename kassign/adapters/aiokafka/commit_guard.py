@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -59,6 +59,16 @@ def rebalance_in_progress(message: str) -> Errors.RebalanceInProgressError:
 
 class CommitGuard:
     """Mixin for a subclass of aiokafka's ``GroupCoordinator`` (listed before it)."""
+
+    # What it uses of aiokafka's GroupCoordinator (annotations only: mypy sees the coordinator's attributes).
+    group_id: str
+    _client: Any
+    _retry_backoff_ms: int
+    _rebalance_timeout_ms: int
+    _auto_commit_interval_ms: int
+    _commit_lock: asyncio.Lock
+    _do_commit_offsets: Callable[..., Awaitable[Any]]
+    _is_commit_retriable: Callable[[Exception], bool]
 
     def _init_commit_guard(self) -> None:
         #: Generation resets so far: a commit issued before one is never sent after it.
@@ -98,13 +108,13 @@ class CommitGuard:
 
     async def _look_up_coordinator_once(self) -> None:
         """One FindCoordinator while closing (aiokafka's own lookup loop stops at close)."""
-        client: Any = self._client  # type: ignore[attr-defined]
+        client: Any = self._client
         try:
-            coordinator_id = await client.coordinator_lookup(CoordinationType.GROUP, self.group_id)  # type: ignore[attr-defined]
+            coordinator_id = await client.coordinator_lookup(CoordinationType.GROUP, self.group_id)
         except Errors.KafkaError as err:
             if not err.retriable:
                 raise
-            log.info("group %s: no coordinator while closing (%r)", self.group_id, err)  # type: ignore[attr-defined]
+            log.info("group %s: no coordinator while closing (%r)", self.group_id, err)
             await client.force_metadata_update()
             return
         if await client.ready(coordinator_id, group=ConnectionGroup.COORDINATION):
@@ -117,37 +127,49 @@ class CommitGuard:
         issued_after = self._resets
         issued_under = self._commit_issued_under()
         deadline: float | None = None
-        backoff_s = self._retry_backoff_ms / 1000  # type: ignore[attr-defined]
+        backoff_s = self._retry_backoff_ms / 1000
         refused: Exception | None = None
         rebalance_met_at: float | None = None  # the first rebalance this commit met: its waits end a timeout later
         while True:
             if self._closing_now() and deadline is None:
-                deadline = time.monotonic() + self._rebalance_timeout_ms / 1000  # type: ignore[attr-defined]
+                deadline = time.monotonic() + self._rebalance_timeout_ms / 1000
             await self.ensure_coordinator_known()
             sent_under = self._commit_issued_under()
             try:
-                async with self._commit_lock:  # type: ignore[attr-defined]
+                async with self._commit_lock:
                     if self._resets != issued_after:
                         raise commit_failed(
                             "Commit cannot be completed: this member's generation was reset after the commit "
                             f"was issued ({self._membership_lost_cause()}), and its partitions may belong to "
-                            "another member now")
-                    await asyncio.shield(self._do_commit_offsets(assignment, offsets))  # type: ignore[attr-defined]
+                            "another member now"
+                        )
+                    await asyncio.shield(self._do_commit_offsets(assignment, offsets))
             except Errors.KafkaError as err:
                 if self._met_rebalance(err):
                     if rebalance_met_at is None:
                         rebalance_met_at = time.monotonic()
                     offsets, refused = await self._commit_after_rebalance(
-                        err, offsets, issued_after=issued_after, issued_under=issued_under, sent_under=sent_under,
-                        consumed=consumed, refused=refused, rebalance_met_at=rebalance_met_at)
+                        err,
+                        offsets,
+                        issued_after=issued_after,
+                        issued_under=issued_under,
+                        sent_under=sent_under,
+                        consumed=consumed,
+                        refused=refused,
+                        rebalance_met_at=rebalance_met_at,
+                    )
                     if not offsets:
                         break
                     continue
                 if not err.retriable:
                     raise
                 if deadline is not None and time.monotonic() >= deadline:
-                    log.error("group %s: giving up a commit while closing: %r; the partitions' next owner resumes "
-                              "from the last committed offsets", self.group_id, err)  # type: ignore[attr-defined]
+                    log.error(
+                        "group %s: giving up a commit while closing: %r; the partitions' next owner resumes "
+                        "from the last committed offsets",
+                        self.group_id,
+                        err,
+                    )
                     raise
                 await asyncio.sleep(backoff_s)
             else:
@@ -162,8 +184,8 @@ class CommitGuard:
         try:
             return await super()._maybe_do_autocommit(assignment)  # type: ignore[misc]
         except Errors.KafkaError as err:
-            if not self._is_commit_retriable(err):  # type: ignore[attr-defined]
-                interval_s = self._auto_commit_interval_ms / 1000  # type: ignore[attr-defined]
+            if not self._is_commit_retriable(err):
+                interval_s = self._auto_commit_interval_ms / 1000
                 self._next_autocommit_deadline = time.monotonic() + interval_s
             raise
 
@@ -176,8 +198,10 @@ class CommitGuard:
 
     def _membership_lost_error(self) -> Errors.CommitFailedError:
         """The CommitFailedError of a commit refused because the membership it was issued under ended."""
-        return commit_failed(f"group {self.group_id}: commit cannot be completed: "  # type: ignore[attr-defined]
-                             f"{self._membership_lost_cause()}; its partitions may belong to another member now")
+        return commit_failed(
+            f"group {self.group_id}: commit cannot be completed: "
+            f"{self._membership_lost_cause()}; its partitions may belong to another member now"
+        )
 
     def _out_of_group(self) -> bool:
         return False
@@ -185,8 +209,9 @@ class CommitGuard:
     def _met_rebalance(self, err: Errors.KafkaError) -> bool:
         """Whether a commit answered ``err`` met a rebalance or a membership change
         (:meth:`_commit_after_rebalance` decides what follows)."""
-        return isinstance(err, (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
-                                Errors.RebalanceInProgressError))
+        return isinstance(
+            err, (Errors.UnknownMemberIdError, Errors.IllegalGenerationError, Errors.RebalanceInProgressError)
+        )
 
     def _commit_issued_under(self) -> Any:
         """What a commit notes of the membership when issued and when sent (the classic coordinator's
@@ -198,8 +223,16 @@ class CommitGuard:
         return self._lost_cause or "fenced or left the group"
 
     async def _commit_after_rebalance(
-        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
-        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+        self,
+        exc: Errors.KafkaError,
+        offsets: Mapping[Any, Any],
+        *,
+        issued_after: int,
+        issued_under: Any,
+        sent_under: Any,
+        consumed: bool,
+        refused: Exception | None,
+        rebalance_met_at: float,
     ) -> tuple[Mapping[Any, Any], Exception | None]:
         """A commit answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS: the offsets to
         commit again (empty: none) and the error to raise once they are, or raise now. ``rebalance_met_at``:
@@ -207,10 +240,19 @@ class CommitGuard:
         does; the classic coordinator completes it after the rebalance when it can."""
         raise Errors.CommitFailedError(
             "Commit cannot be completed since the group has already rebalanced and may have "
-            "assigned the partitions to another member") from exc
+            "assigned the partitions to another member"
+        ) from exc
 
-    def _keep_held(self, offsets: Mapping[Any, Any], held: frozenset[Any], gone: frozenset[Any], *, consumed: bool,
-                   refused: Exception | None, now_under: str) -> tuple[Mapping[Any, Any], Exception | None]:
+    def _keep_held(
+        self,
+        offsets: Mapping[Any, Any],
+        held: frozenset[Any],
+        gone: frozenset[Any],
+        *,
+        consumed: bool,
+        refused: Exception | None,
+        now_under: str,
+    ) -> tuple[Mapping[Any, Any], Exception | None]:
         """A commit that met a rebalance goes out again for ``held`` only (held throughout, their
         offsets still right); ``gone`` (revoked or lost meanwhile) is left out: silently for
         ``commit()`` of the consumed positions, else with the CommitFailedError raised once the held
@@ -218,15 +260,20 @@ class CommitGuard:
         if gone:
             gone_sorted = sorted(gone)
             if consumed:
-                log.info("group %s: commit after the rebalance leaves out %s, no longer this member's",
-                         self.group_id, gone_sorted)  # type: ignore[attr-defined]
+                log.info(
+                    "group %s: commit after the rebalance leaves out %s, no longer this member's",
+                    self.group_id,
+                    gone_sorted,
+                )
             elif refused is None:
                 refused = commit_failed(
-                    f"group {self.group_id}: offsets of {gone_sorted} not committed: partitions revoked from this "  # type: ignore[attr-defined]
+                    f"group {self.group_id}: offsets of {gone_sorted} not committed: partitions revoked from this "
                     f"member by the rebalance to {now_under} (commit them in on_partitions_revoked); those it "
-                    "kept were committed")
-        log.info("group %s: completing a commit that met a rebalance under %s for %s",
-                 self.group_id, now_under, sorted(held))  # type: ignore[attr-defined]
+                    "kept were committed"
+                )
+        log.info(
+            "group %s: completing a commit that met a rebalance under %s for %s", self.group_id, now_under, sorted(held)
+        )
         return {tp: offset for tp, offset in offsets.items() if tp in held}, refused
 
     def _retry_revocation_commit(self, err: Errors.KafkaError) -> bool:
@@ -243,13 +290,18 @@ class CommitGuard:
         offsets = self._revoked_offsets(assignment, partitions)
         for attempt in range(1, _REVOCATION_COMMIT_ATTEMPTS + 1):
             try:
-                async with self._commit_lock:  # type: ignore[attr-defined]
-                    await self._do_commit_offsets(assignment, offsets)  # type: ignore[attr-defined]
+                async with self._commit_lock:
+                    await self._do_commit_offsets(assignment, offsets)
                 return
             except Errors.KafkaError as err:
                 if not self._retry_revocation_commit(err) or attempt == _REVOCATION_COMMIT_ATTEMPTS:
-                    log.error("group %s: committing revoked partitions %s failed: %r; their next owner resumes "
-                              "from the last committed offsets", self.group_id, sorted(offsets), err)  # type: ignore[attr-defined]
+                    log.error(
+                        "group %s: committing revoked partitions %s failed: %r; their next owner resumes "
+                        "from the last committed offsets",
+                        self.group_id,
+                        sorted(offsets),
+                        err,
+                    )
                     return
-                await asyncio.sleep(self._retry_backoff_ms / 1000)  # type: ignore[attr-defined]
+                await asyncio.sleep(self._retry_backoff_ms / 1000)
                 await self.ensure_coordinator_known()

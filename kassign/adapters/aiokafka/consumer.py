@@ -33,8 +33,9 @@ _DEFAULT_STRATEGY = (CooperativeStickyAssignor,)
 # Settings the broker owns on the consumer protocol; Java refuses them there too.
 _CLASSIC_ONLY = {
     "session_timeout_ms": "the group's consumer.session.timeout.ms (broker: group.consumer.session.timeout.ms)",
-    "heartbeat_interval_ms":
-        "the group's consumer.heartbeat.interval.ms (broker: group.consumer.heartbeat.interval.ms)",
+    "heartbeat_interval_ms": (
+        "the group's consumer.heartbeat.interval.ms (broker: group.consumer.heartbeat.interval.ms)"
+    ),
 }
 
 
@@ -89,26 +90,36 @@ class CooperativeConsumer(AIOKafkaConsumer):
         if group_protocol not in GROUP_PROTOCOLS:
             raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, got {group_protocol!r}")
         if group_protocol == "classic" and group_remote_assignor is not None:
-            raise ValueError("group_remote_assignor applies to group_protocol='consumer' only (the broker assigns "
-                             "there); the classic protocol assigns with partition_assignment_strategy")
+            raise ValueError(
+                "group_remote_assignor applies to group_protocol='consumer' only (the broker assigns "
+                "there); the classic protocol assigns with partition_assignment_strategy"
+            )
         if group_protocol == "consumer":
             if group_remote_assignor is not None and (
-                    not isinstance(group_remote_assignor, str) or not group_remote_assignor):
-                raise ValueError(f"group_remote_assignor must name a broker-side assignor such as 'uniform' or "
-                                 f"'range', got {group_remote_assignor!r}")
+                not isinstance(group_remote_assignor, str) or not group_remote_assignor
+            ):
+                raise ValueError(
+                    f"group_remote_assignor must name a broker-side assignor such as 'uniform' or "
+                    f"'range', got {group_remote_assignor!r}"
+                )
             if partition_assignment_strategy is not _DEFAULT_STRATEGY:
-                raise ValueError("partition_assignment_strategy cannot be set with group_protocol='consumer': the "
-                                 "broker assigns (choose its assignor with group_remote_assignor)")
+                raise ValueError(
+                    "partition_assignment_strategy cannot be set with group_protocol='consumer': the "
+                    "broker assigns (choose its assignor with group_remote_assignor)"
+                )
             refused = sorted(set(kwargs) & set(_CLASSIC_ONLY))
             if refused:
-                raise ValueError(f"{', '.join(refused)} cannot be set with group_protocol='consumer': the broker owns "
-                                 + "; ".join(f"{k} as {_CLASSIC_ONLY[k]}" for k in refused))
+                raise ValueError(
+                    f"{', '.join(refused)} cannot be set with group_protocol='consumer': the broker owns "
+                    + "; ".join(f"{k} as {_CLASSIC_ONLY[k]}" for k in refused)
+                )
         self._kassign_group_protocol = group_protocol
         self._kassign_remote_assignor = group_remote_assignor
         self._kassign_fast_follow_up = fast_follow_up
         if isinstance(partition_assignment_strategy, (str, bytes)) or not partition_assignment_strategy:
             raise ValueError(
-                f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}")
+                f"partition_assignment_strategy must list assignors, got {partition_assignment_strategy!r}"
+            )
         self._kassign_assignors = [core_assignor_for(s) for s in partition_assignment_strategy]
         self._kassign_protocol = select_rebalance_protocol(self._kassign_assignors)
         super().__init__(

@@ -115,8 +115,10 @@ class GroupProtocolError(Errors.KafkaError):
     @classmethod
     def of(cls, failure: ConsumerGroupFatalError) -> GroupProtocolError:
         """The error to raise for ``failure``: an authorization failure gets the class users catch."""
-        kind = {"GROUP_AUTHORIZATION_FAILED": GroupAuthorizationFailed,
-                "TOPIC_AUTHORIZATION_FAILED": TopicAuthorizationFailed}.get(failure.error, cls)
+        kind = {
+            "GROUP_AUTHORIZATION_FAILED": GroupAuthorizationFailed,
+            "TOPIC_AUTHORIZATION_FAILED": TopicAuthorizationFailed,
+        }.get(failure.error, cls)
         return kind(str(failure), failure.error, failure)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -152,8 +154,15 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     # Started by aiokafka's GroupCoordinator (untyped), cleared here.
     _commit_refresh_task: asyncio.Task[None] | None
 
-    def __init__(self, client: Any, subscription: Any, *, server_assignor: str | None = None,
-                 client_rack: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        subscription: Any,
+        *,
+        server_assignor: str | None = None,
+        client_rack: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         group_id = kwargs.get("group_id") or "aiokafka-default-group"
         # The member exists before aiokafka's constructor starts the coordination routine.
         self._member = ConsumerGroupMember(
@@ -268,8 +277,10 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         while not self.closing:
             subscription = self._subscription.subscription
             if subscription is None or not subscription.active:
-                await asyncio.wait([asyncio.ensure_future(self._subscription.wait_for_subscription()), self._closing],
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    [asyncio.ensure_future(self._subscription.wait_for_subscription()), self._closing],
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 continue
             if subscription is not seen:
                 seen = subscription
@@ -440,8 +451,14 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             await self._stop_commit_offsets_refresh_task()
             self.start_commit_offsets_refresh_task(self._owned_assignment)
         self._held = assigned
-        log.info("group %s epoch %s: assigned %s, added %s, revoked %s", self.group_id, rec.epoch,
-                 sorted(rec.assigned), sorted(rec.added), sorted(rec.revoked))
+        log.info(
+            "group %s epoch %s: assigned %s, added %s, revoked %s",
+            self.group_id,
+            rec.epoch,
+            sorted(rec.assigned),
+            sorted(rec.added),
+            sorted(rec.revoked),
+        )
         await self._call_listener("on_partitions_assigned", aio_partitions(rec.added))
         before = member.state
         done = member.reconciliation_done(rec)
@@ -489,8 +506,13 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         await self._call_listener(method, lost)
 
     async def _call_listener(self, method: str, partitions: Iterable[AioTopicPartition]) -> None:
-        error = await call_listener(self._subscription.listener, method, partitions, group_id=self.group_id,
-                                    rebalance_timeout_s=self._member.rebalance_timeout_ms / 1000)
+        error = await call_listener(
+            self._subscription.listener,
+            method,
+            partitions,
+            group_id=self.group_id,
+            rebalance_timeout_s=self._member.rebalance_timeout_ms / 1000,
+        )
         if error is not None and self._listener_error is None:
             self._listener_error = error
 
@@ -526,9 +548,12 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             except Errors.GroupAuthorizationFailedError as err:
                 # FindCoordinator refused (no Describe on the group): Java reports it and keeps looking
                 # the coordinator up after the backoff, so an ACL added later is picked up.
-                self._report(GroupAuthorizationFailed(
-                    f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED",
-                    "GROUP_AUTHORIZATION_FAILED"))
+                self._report(
+                    GroupAuthorizationFailed(
+                        f"group {self.group_id}: FindCoordinator: GROUP_AUTHORIZATION_FAILED",
+                        "GROUP_AUTHORIZATION_FAILED",
+                    )
+                )
                 log.error("group %s: not authorized to find the coordinator (%s); retrying", self.group_id, err)
                 member.on_heartbeat_failure("FindCoordinator: GROUP_AUTHORIZATION_FAILED")
                 last_sent = time.monotonic()
@@ -584,11 +609,17 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 log.info("group %s: polling again; rejoining", self.group_id)
                 self._member.poll_resumed()
         elif self._member.in_group and idle >= self._max_poll_interval:
-            log.warning("group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
-                        "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
-                        "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
-                        "processing takes this long", self.group_id, idle, round(self._max_poll_interval * 1000),
-                        self._member.member_id, sorted(self._held))
+            log.warning(
+                "group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
+                "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
+                "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
+                "processing takes this long",
+                self.group_id,
+                idle,
+                round(self._max_poll_interval * 1000),
+                self._member.member_id,
+                sorted(self._held),
+            )
             self._pending.extend(self._member.poll_timer_expired())
             self._wake.set()
 
@@ -666,8 +697,16 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         return not self._member.in_group and self._lost_cause is not None
 
     async def _commit_after_rebalance(
-        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
-        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+        self,
+        exc: Errors.KafkaError,
+        offsets: Mapping[Any, Any],
+        *,
+        issued_after: int,
+        issued_under: Any,
+        sent_under: Any,
+        consumed: bool,
+        refused: Exception | None,
+        rebalance_met_at: float,
     ) -> tuple[Mapping[Any, Any], Exception | None]:
         issued_epoch, issued_mark = issued_under
         sent_epoch, _ = sent_under
@@ -677,11 +716,18 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         held, gone = self._member.held_since(issued_mark, kassign_partitions(offsets))
         held_aio = frozenset(aio_partitions(held)) & self._held  # not those being revoked right now
         gone_aio = frozenset(aio_partitions(gone)) | (frozenset(aio_partitions(held)) - held_aio)
-        return self._keep_held(offsets, held_aio, gone_aio, consumed=consumed, refused=refused,
-                               now_under=f"member epoch {self._member.member_epoch}")
+        return self._keep_held(
+            offsets,
+            held_aio,
+            gone_aio,
+            consumed=consumed,
+            refused=refused,
+            now_under=f"member epoch {self._member.member_epoch}",
+        )
 
-    async def _wait_for_newer_epoch(self, sent_epoch: int, issued_after: int, exc: Errors.KafkaError,
-                                    rebalance_met_at: float) -> None:
+    async def _wait_for_newer_epoch(
+        self, sent_epoch: int, issued_after: int, exc: Errors.KafkaError, rebalance_met_at: float
+    ) -> None:
         """Until the heartbeat brought an epoch newer than ``sent_epoch`` (the STALE_MEMBER_EPOCH answer
         woke it); at most the rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable
         RebalanceInProgressError."""
@@ -694,7 +740,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 raise rebalance_in_progress(
                     f"group {self.group_id}: commit answered STALE_MEMBER_EPOCH (sent at epoch {sent_epoch}) and no "
                     f"newer epoch came within {self._member.rebalance_timeout_ms} ms; commit again after the next "
-                    "getmany()") from exc
+                    "getmany()"
+                ) from exc
             self._heartbeat_wake.set()
             await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
 
@@ -707,17 +754,25 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         if identity is None:
             raise Errors.CommitFailedError(
                 f"group {self.group_id}: member {self._member.member_id} has no epoch to commit with "
-                f"(state {self._member.state.name}); its partitions may already be another member's")
+                f"(state {self._member.state.name}); its partitions may already be another member's"
+            )
         member_id, epoch = identity
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, offset in offsets.items():
             by_topic[tp.topic].append(OffsetCommitRequestPartition(tp.partition, offset.offset, -1, offset.metadata))
         ids_known = all(topic in self._topic_ids for topic in by_topic)
         request = OffsetCommitRequest(
-            self.group_id, epoch, member_id, self._member.instance_id,
-            [OffsetCommitRequestTopic(topic, self._topic_ids.get(topic, ZERO_UUID),
-                                      sorted(parts, key=lambda p: p.partition_index))
-             for topic, parts in sorted(by_topic.items())])
+            self.group_id,
+            epoch,
+            member_id,
+            self._member.instance_id,
+            [
+                OffsetCommitRequestTopic(
+                    topic, self._topic_ids.get(topic, ZERO_UUID), sorted(parts, key=lambda p: p.partition_index)
+                )
+                for topic, parts in sorted(by_topic.items())
+            ],
+        )
         log.debug("group %s: committing %s at epoch %s", self.group_id, offsets, epoch)
         try:
             # Version 10 names topics by id: only when every id is known.
@@ -744,10 +799,20 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         identity = self._member.commit_identity()
         member_id, epoch = identity if identity is not None else (None, -1)
         ids_known = all(topic in self._topic_ids for topic in by_topic)
-        request = OffsetFetchRequest([OffsetFetchRequestGroup(
-            self.group_id, member_id, epoch,
-            [OffsetFetchRequestTopics(topic, self._topic_ids.get(topic, ZERO_UUID), sorted(parts))
-             for topic, parts in sorted(by_topic.items())])], require_stable=True)
+        request = OffsetFetchRequest(
+            [
+                OffsetFetchRequestGroup(
+                    self.group_id,
+                    member_id,
+                    epoch,
+                    [
+                        OffsetFetchRequestTopics(topic, self._topic_ids.get(topic, ZERO_UUID), sorted(parts))
+                        for topic, parts in sorted(by_topic.items())
+                    ],
+                )
+            ],
+            require_stable=True,
+        )
         try:
             # Version 10 names topics by id: only when every id is known.
             response = await self._send_req(AiokafkaRequest(request, max_version=None if ids_known else 9))
@@ -761,26 +826,31 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 name = topic.name or self._topic_names.get(topic.topic_id, str(topic.topic_id))
                 for part in topic.partitions:
                     if part.error_code == Errors.UnknownTopicOrPartitionError.errno:
-                        log.warning("group %s: OffsetFetch: unknown partition %s-%s", self.group_id, name,
-                                    part.partition_index)
+                        log.warning(
+                            "group %s: OffsetFetch: unknown partition %s-%s", self.group_id, name, part.partition_index
+                        )
                         continue
                     if part.error_code:
                         raise self._fetch_error(part.error_code)
                     if part.committed_offset >= 0:
                         offsets[AioTopicPartition(name, part.partition_index)] = OffsetAndMetadata(
-                            part.committed_offset, part.metadata or "")
+                            part.committed_offset, part.metadata or ""
+                        )
         return offsets
 
     def _fetch_error(self, code: int) -> Errors.KafkaError:
         """An OffsetFetch error as aiokafka's fetch loop expects it: retriable ones are retried."""
         return self._member_request_error(
-            code, StaleMemberEpochFetch(f"group {self.group_id}: OffsetFetch with a stale member epoch"))
+            code, StaleMemberEpochFetch(f"group {self.group_id}: OffsetFetch with a stale member epoch")
+        )
 
     def _commit_error(self, topic: str, partition: int, code: int) -> Errors.KafkaError:
-        log.error("group %s: committing %s-%s failed: %s", self.group_id, topic, partition,
-                  ERROR_NAMES.get(code) or code)
+        log.error(
+            "group %s: committing %s-%s failed: %s", self.group_id, topic, partition, ERROR_NAMES.get(code) or code
+        )
         return self._member_request_error(
-            code, StaleMemberEpochError(f"group {self.group_id}: {topic}-{partition}: stale member epoch"))
+            code, StaleMemberEpochError(f"group {self.group_id}: {topic}-{partition}: stale member epoch")
+        )
 
     def _member_request_error(self, code: int, stale: Errors.KafkaError) -> Errors.KafkaError:
         """The error of a request that carried this member's epoch (OffsetCommit, OffsetFetch):

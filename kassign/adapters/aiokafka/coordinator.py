@@ -111,8 +111,12 @@ class _Rebalance(CoordinatorGroupRebalance):
         coordinator: KassignGroupCoordinator = self._coordinator
         topics = self._subscription.topics
         protocols = [(assignor.name, coordinator.join_metadata(assignor, topics)) for assignor in self._assignors]
-        log.info("(Re-)joining group %s (%s protocol, owning %d partitions)", self.group_id,
-                 coordinator.rebalance_protocol.name, len(coordinator.owned_partitions))
+        log.info(
+            "(Re-)joining group %s (%s protocol, owning %d partitions)",
+            self.group_id,
+            coordinator.rebalance_protocol.name,
+            len(coordinator.owned_partitions),
+        )
         while True:
             if coordinator.closing:
                 return None  # a closing member leaves instead of joining
@@ -144,8 +148,13 @@ class _Rebalance(CoordinatorGroupRebalance):
         if error_type is Errors.NoError:
             coordinator.member_id = response.member_id
             coordinator.generation = response.generation_id
-            log.info("Joined group %s (generation %s) as %s, protocol %s", self.group_id,
-                     response.generation_id, response.member_id, response.group_protocol)
+            log.info(
+                "Joined group %s (generation %s) as %s, protocol %s",
+                self.group_id,
+                response.generation_id,
+                response.member_id,
+                response.group_protocol,
+            )
             if response.leader_id == response.member_id:
                 assignment_bytes = await self._on_join_leader(response)
             else:
@@ -258,7 +267,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         """This member's JoinGroup metadata for one protocol."""
         topics = set(topics)
         return encode_subscription(
-            self._member.subscription(topics, assignor.subscription_user_data(topics), rack=self._client_rack))
+            self._member.subscription(topics, assignor.subscription_user_data(topics), rack=self._client_rack)
+        )
 
     # -- joining ---------------------------------------------------------------------------
 
@@ -331,8 +341,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _perform_assignment(self, response: Any) -> dict[str, bytes]:
         assignor = self._lookup_assignor(response.group_protocol)
         if assignor is None:
-            raise Errors.KafkaError(f"group {self.group_id} chose protocol {response.group_protocol!r}, "
-                                    "which this consumer did not offer")
+            raise Errors.KafkaError(
+                f"group {self.group_id} chose protocol {response.group_protocol!r}, which this consumer did not offer"
+            )
         subscriptions, unreadable = read_member_subscriptions(response.members)
         all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
         # The leader watches every topic the group subscribes to, so metadata changes reach it.
@@ -343,8 +354,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         partitions_per_topic, racks = cluster_inputs(self._cluster, subscriptions)
         self._rack_aware = any(sub.rack_id for sub in subscriptions.values())
         try:
-            decision = self._member.lead(assignor, partitions_per_topic, subscriptions, self.generation,
-                                         unreadable=unreadable, partition_racks=racks)
+            decision = self._member.lead(
+                assignor,
+                partitions_per_topic,
+                subscriptions,
+                self.generation,
+                unreadable=unreadable,
+                partition_racks=racks,
+            )
         except InvalidAssignment as exc:
             raise as_kafka_error(exc) from exc
         self._metadata_snapshot = self._get_metadata_snapshot()
@@ -365,12 +382,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     # -- after SyncGroup -------------------------------------------------------------------
 
-    async def _on_join_complete(self, generation: int, member_id: str, protocol: str,
-                                member_assignment_bytes: bytes) -> None:
+    async def _on_join_complete(
+        self, generation: int, member_id: str, protocol: str, member_assignment_bytes: bytes
+    ) -> None:
         assignor = self._lookup_assignor(protocol)
         if assignor is None:
             raise Errors.KafkaError(
-                f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer")
+                f"group {self.group_id} chose protocol {protocol!r}, which this consumer did not offer"
+            )
         try:
             received = decode_assignment(member_assignment_bytes)
         except ProtocolError as exc:
@@ -388,8 +407,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             await self._revoke_partitions(_aio(outcome.revoked))
 
         current = self._subscription.subscription.assignment
-        if (self._protocol is RebalanceProtocol.COOPERATIVE and not outcome.changed
-                and self._owned_assignment is not None and current is self._owned_assignment):
+        if (
+            self._protocol is RebalanceProtocol.COOPERATIVE
+            and not outcome.changed
+            and self._owned_assignment is not None
+            and current is self._owned_assignment
+        ):
             # Nothing changed for this member: a new aiokafka Assignment would make the fetcher drop
             # the records it prefetched for every partition and fetch them again, pausing them all.
             log.debug("group %s generation %s: assignment unchanged; fetching goes on", self.group_id, generation)
@@ -397,8 +420,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._install(_aio(outcome.assigned), carried=_aio(outcome.kept))
             await self._stop_commit_offsets_refresh_task()
             self.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
-        log.info("group %s generation %s: assigned %s, added %s, revoked %s", self.group_id, generation,
-                 sorted(outcome.assigned), sorted(outcome.added), sorted(outcome.revoked))
+        log.info(
+            "group %s generation %s: assigned %s, added %s, revoked %s",
+            self.group_id,
+            generation,
+            sorted(outcome.assigned),
+            sorted(outcome.added),
+            sorted(outcome.revoked),
+        )
         await self._call_listener("on_partitions_assigned", _aio(outcome.added))
         if outcome.rejoin is not None:
             log.info("group %s generation %s: rejoining (%s)", self.group_id, generation, outcome.rejoin)
@@ -453,8 +482,13 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         """Call the listener; the rebalance goes on whatever it does. As in Java and kafka-python, an
         exception it raises reaches the application from the next ``getmany()``/``getone()`` (the first
         one, if several are pending), and a slow call is warned about: the group's round waits for it."""
-        error = await call_listener(self._subscription.listener, method, partitions, group_id=self.group_id,
-                                    rebalance_timeout_s=self._rebalance_timeout_ms / 1000)
+        error = await call_listener(
+            self._subscription.listener,
+            method,
+            partitions,
+            group_id=self.group_id,
+            rebalance_timeout_s=self._rebalance_timeout_ms / 1000,
+        )
         if error is not None and self._listener_error is None:
             self._listener_error = error
 
@@ -501,19 +535,30 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         # its processing may be running still, and the group hands them to others at once.
         departure = self._member.leave(generation_reset=poll_timeout or self._generation_reset())
         if poll_timeout:
-            self._lost_cause = (f"max_poll_interval_ms={self._max_poll_interval_ms()} exceeded: it left the group "
-                                "and rejoins on its next getmany()")
-            log.warning("group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
-                        "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
-                        "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
-                        "processing takes this long", self.group_id, self._subscription.fetcher_idle_time,
-                        self._max_poll_interval_ms(), self.member_id, sorted(_aio(departure.lost)))
+            self._lost_cause = (
+                f"max_poll_interval_ms={self._max_poll_interval_ms()} exceeded: it left the group "
+                "and rejoins on its next getmany()"
+            )
+            log.warning(
+                "group %s: %.1f s without getmany()/getone(), more than max_poll_interval_ms=%d: member %s "
+                "leaves the group, its partitions %s are lost (on_partitions_lost, not committed) and it "
+                "rejoins on its next getmany(); raise max_poll_interval_ms or lower max_poll_records if "
+                "processing takes this long",
+                self.group_id,
+                self._subscription.fetcher_idle_time,
+                self._max_poll_interval_ms(),
+                self.member_id,
+                sorted(_aio(departure.lost)),
+            )
         else:
             self._lost_cause = "it left the group"
         if departure.lost:
             await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
-        if poll_timeout and self._subscription.subscription is not None \
-                and self._subscription.partitions_auto_assigned():
+        if (
+            poll_timeout
+            and self._subscription.subscription is not None
+            and self._subscription.partitions_auto_assigned()
+        ):
             self._install(frozenset(), carried=frozenset())  # no more records of the partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.
@@ -527,8 +572,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                 return
             try:
                 response = await self._send_req(LeaveGroupRequest(self.group_id, self.member_id))
-                log.info("group %s: LeaveGroup of %s answered %s", self.group_id, self.member_id,
-                         _error_name(response.error_code))
+                log.info(
+                    "group %s: LeaveGroup of %s answered %s",
+                    self.group_id,
+                    self.member_id,
+                    _error_name(response.error_code),
+                )
             except Errors.KafkaError as err:
                 log.error("group %s: LeaveGroup failed: %r", self.group_id, err)
         self.reset_generation()
@@ -571,8 +620,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     def _poll_timed_out(self) -> bool:
         """Java's poll timer: no getmany()/getone() for max_poll_interval_ms (aiokafka's heartbeat then leaves)."""
-        return (not self.closing and self._subscription.subscription is not None
-                and self._subscription.fetcher_idle_time >= self._max_poll_interval)
+        return (
+            not self.closing
+            and self._subscription.subscription is not None
+            and self._subscription.fetcher_idle_time >= self._max_poll_interval
+        )
 
     def _max_poll_interval_ms(self) -> int:
         return round(self._max_poll_interval * 1000)
@@ -582,8 +634,10 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         return self.generation == _NO_GENERATION and self._lost_cause is not None
 
     def _unknown_member_cause(self) -> str:
-        return (f"the coordinator no longer knows member {self.member_id}: its session expired "
-                f"(session_timeout_ms={self._session_timeout_ms}) or it was removed from the group")
+        return (
+            f"the coordinator no longer knows member {self.member_id}: its session expired "
+            f"(session_timeout_ms={self._session_timeout_ms}) or it was removed from the group"
+        )
 
     def _commit_issued_under(self) -> tuple[int, int]:
         return self.generation, self._rounds_completed
@@ -592,26 +646,45 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         return self._lost_cause or f"member {self.member_id or '(none)'} of group {self.group_id} lost its generation"
 
     async def _commit_after_rebalance(
-        self, exc: Errors.KafkaError, offsets: Mapping[Any, Any], *, issued_after: int, issued_under: Any,
-        sent_under: Any, consumed: bool, refused: Exception | None, rebalance_met_at: float,
+        self,
+        exc: Errors.KafkaError,
+        offsets: Mapping[Any, Any],
+        *,
+        issued_after: int,
+        issued_under: Any,
+        sent_under: Any,
+        consumed: bool,
+        refused: Exception | None,
+        rebalance_met_at: float,
     ) -> tuple[Mapping[Any, Any], Exception | None]:
         issued_generation, _ = issued_under
         _, sent_rounds = sent_under
-        if (isinstance(exc, Errors.UnknownMemberIdError) or self._resets != issued_after
-                or issued_generation == _NO_GENERATION):
+        if (
+            isinstance(exc, Errors.UnknownMemberIdError)
+            or self._resets != issued_after
+            or issued_generation == _NO_GENERATION
+        ):
             raise self._membership_lost_error() from exc
         if self.closing or asyncio.current_task() is getattr(self, "_coordination_task", None):
             # Closing, or called from a rebalance listener, whose round cannot complete while it waits.
             raise rebalance_in_progress(
                 f"group {self.group_id}: commit met a rebalance ({type(exc).__name__}) while "
-                f"{'closing' if self.closing else 'in a rebalance listener'}; commit again after the round") from exc
+                f"{'closing' if self.closing else 'in a rebalance listener'}; commit again after the round"
+            ) from exc
         await self._wait_for_round(sent_rounds, issued_after, exc, rebalance_met_at)
         held, gone = self._member.held_since(issued_generation, kassign_partitions(offsets))
-        return self._keep_held(offsets, frozenset(_aio(held)), frozenset(_aio(gone)), consumed=consumed,
-                               refused=refused, now_under=f"generation {self.generation}")
+        return self._keep_held(
+            offsets,
+            frozenset(_aio(held)),
+            frozenset(_aio(gone)),
+            consumed=consumed,
+            refused=refused,
+            now_under=f"generation {self.generation}",
+        )
 
-    async def _wait_for_round(self, sent_rounds: int, issued_after: int, exc: Errors.KafkaError,
-                              rebalance_met_at: float) -> None:
+    async def _wait_for_round(
+        self, sent_rounds: int, issued_after: int, exc: Errors.KafkaError, rebalance_met_at: float
+    ) -> None:
         """Until a round completed after the commit was sent (the member knows what it kept); at most the
         rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable RebalanceInProgressError."""
         deadline = rebalance_met_at + self._rebalance_timeout_ms / 1000
@@ -622,7 +695,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             if remaining <= 0 or self.closing:
                 raise rebalance_in_progress(
                     f"group {self.group_id}: commit met a rebalance that did not complete within rebalance_timeout_ms="
-                    f"{self._rebalance_timeout_ms}; commit again after the next getmany()") from exc
+                    f"{self._rebalance_timeout_ms}; commit again after the next getmany()"
+                ) from exc
             await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
 
     # -- static members ----------------------------------------------------------------------
@@ -653,8 +727,12 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         """FENCED_INSTANCE_ID answered a JoinGroup, SyncGroup or Heartbeat. Final, as in Java: what this
         member owned may already be its replacement's, so it is lost (no commit) and no longer fetched;
         the member never rejoins, and every poll raises :class:`FencedInstanceIdError`."""
-        log.error("group %s: static member %s was fenced by another instance with the same id; its partitions "
-                  "are lost and it will not rejoin", self.group_id, self._group_instance_id)
+        log.error(
+            "group %s: static member %s was fenced by another instance with the same id; its partitions "
+            "are lost and it will not rejoin",
+            self.group_id,
+            self._group_instance_id,
+        )
         self._fenced = True
         self._cancel_scheduled_rejoin()
         self._resets += 1  # a commit issued before now (maybe waiting for this round) is refused
@@ -702,8 +780,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         except Errors.IllegalGenerationError:
             # A commit sent under a generation the member has since left needs no round of its own.
             if not self._joining and self._commit_response_for == (self.generation, self.member_id):
-                log.info("group %s: commit answered ILLEGAL_GENERATION; rejoining, keeping owned partitions",
-                         self.group_id)
+                log.info(
+                    "group %s: commit answered ILLEGAL_GENERATION; rejoining, keeping owned partitions", self.group_id
+                )
                 super().request_rejoin()
             raise
         finally:

@@ -89,11 +89,13 @@ def _lenient_subscription(member_id: str, data: bytes) -> Subscription:
         header = ConsumerProtocolMemberMetadata.decode(data)
         topics = [str(t) for t in header.subscription]
     except Exception as exc:  # aiokafka's struct raises assorted types on short or bad input
-        log.error("member %s sent unreadable subscription metadata (%s); it subscribes to nothing this round",
-                  member_id, exc)
+        log.error(
+            "member %s sent unreadable subscription metadata (%s); it subscribes to nothing this round", member_id, exc
+        )
         return Subscription([])
-    log.error("member %s sent a malformed subscription; using its topics %s without previous assignment",
-              member_id, topics)
+    log.error(
+        "member %s sent a malformed subscription; using its topics %s without previous assignment", member_id, topics
+    )
     return Subscription(topics)
 
 
@@ -163,8 +165,9 @@ def replica_racks(cluster: Any, partitions_per_topic: Mapping[str, int]) -> dict
     return racks
 
 
-def cluster_inputs(cluster: Any, subscriptions: Mapping[str, Subscription]
-                   ) -> tuple[dict[str, int], dict[TopicPartition, frozenset[str]] | None]:
+def cluster_inputs(
+    cluster: Any, subscriptions: Mapping[str, Subscription]
+) -> tuple[dict[str, int], dict[TopicPartition, frozenset[str]] | None]:
     """What the leader's assignor needs from aiokafka's cluster metadata: the partition count of
     every subscribed topic, and the replicas' racks when some member names its rack."""
     all_topics = {topic for sub in subscriptions.values() for topic in sub.topics}
@@ -192,8 +195,16 @@ def leader_assignment(
     :func:`kassign.membership.assign_group`, encoded assignments out."""
     partitions_per_topic, racks = cluster_inputs(cluster, subscriptions)
     try:
-        decision = assign_group(assignor, partitions_per_topic, subscriptions, protocol, -1,
-                                partition_racks=racks, unreadable=unreadable, may_own=may_own)
+        decision = assign_group(
+            assignor,
+            partitions_per_topic,
+            subscriptions,
+            protocol,
+            -1,
+            partition_racks=racks,
+            unreadable=unreadable,
+            may_own=may_own,
+        )
     except InvalidAssignment as exc:
         raise as_kafka_error(exc) from exc
     return encode_group_assignment(decision)

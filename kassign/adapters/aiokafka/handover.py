@@ -37,8 +37,12 @@ def kassign_partitions(partitions: Iterable[Any]) -> frozenset[TopicPartition]:
     return frozenset(TopicPartition(tp[0], tp[1]) for tp in partitions)
 
 
-def install(subscription_state: Any, previous: Any, partitions: Iterable[AioTopicPartition],
-            carried: Iterable[AioTopicPartition]) -> Any:
+def install(
+    subscription_state: Any,
+    previous: Any,
+    partitions: Iterable[AioTopicPartition],
+    carried: Iterable[AioTopicPartition],
+) -> Any:
     """Make ``partitions`` the subscription's assignment and return the new aiokafka Assignment; the
     ``carried`` ones keep their fetch state (position, pause, pending committed-offset requests) from
     the ``previous`` Assignment (None: nothing to carry)."""
@@ -61,8 +65,9 @@ def pause(assignment: Any, partitions: Iterable[AioTopicPartition]) -> None:
             state.pause()
 
 
-def consumed_offsets(assignment: Any,
-                     partitions: Iterable[AioTopicPartition]) -> dict[AioTopicPartition, OffsetAndMetadata]:
+def consumed_offsets(
+    assignment: Any, partitions: Iterable[AioTopicPartition]
+) -> dict[AioTopicPartition, OffsetAndMetadata]:
     """The positions of ``partitions`` that have one, as offsets to commit."""
     offsets: dict[AioTopicPartition, OffsetAndMetadata] = {}
     if assignment is None:
@@ -74,8 +79,9 @@ def consumed_offsets(assignment: Any,
     return offsets
 
 
-async def call_listener(listener: Any, method: str, partitions: Iterable[AioTopicPartition], *, group_id: str,
-                        rebalance_timeout_s: float) -> Exception | None:
+async def call_listener(
+    listener: Any, method: str, partitions: Iterable[AioTopicPartition], *, group_id: str, rebalance_timeout_s: float
+) -> Exception | None:
     """Call ``listener.method(partitions)`` (awaiting it if it is a coroutine); the rebalance goes on
     whatever it does. Returns the exception it raised (for the next ``getmany()``/``getone()``, as Java
     and kafka-python raise it from poll), None otherwise; a call slower than the smaller of 5 s and
@@ -93,7 +99,13 @@ async def call_listener(listener: Any, method: str, partitions: Iterable[AioTopi
         error = exc
     took = time.monotonic() - began
     if took > min(_SLOW_LISTENER_S, rebalance_timeout_s / 2):
-        log.warning("rebalance listener %r of group %s took %.1f s in %s (the group's rebalance timeout is "
-                    "%.1f s; a listener slower than that makes the member miss the round)", listener,
-                    group_id, took, method, rebalance_timeout_s)
+        log.warning(
+            "rebalance listener %r of group %s took %.1f s in %s (the group's rebalance timeout is "
+            "%.1f s; a listener slower than that makes the member miss the round)",
+            listener,
+            group_id,
+            took,
+            method,
+            rebalance_timeout_s,
+        )
     return error

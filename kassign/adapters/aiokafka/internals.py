@@ -68,9 +68,12 @@ def check_version(version: str | None = None) -> bool:
     if supported(version):
         return True
     low, high = SUPPORTED_AIOKAFKA
-    warnings.warn(f"kassign's CooperativeConsumer supports aiokafka {low[0]}.{low[1]}.x up to before "
-                  f"{high[0]}.{high[1]}, found {version}: group membership may not work", RuntimeWarning,
-                  stacklevel=2)
+    warnings.warn(
+        f"kassign's CooperativeConsumer supports aiokafka {low[0]}.{low[1]}.x up to before "
+        f"{high[0]}.{high[1]}, found {version}: group membership may not work",
+        RuntimeWarning,
+        stacklevel=2,
+    )
     return False
 
 

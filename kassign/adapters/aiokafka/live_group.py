@@ -52,8 +52,9 @@ def ownership_settled(owned: Iterable[Collection[Any]], partitions: Collection[A
     return len(partitions) < len(owned) or all(owned)
 
 
-async def wait_stable(holds: Callable[[], bool], timeout: float, *, stable_for: float,
-                      poll: float = 0.05) -> float | None:
+async def wait_stable(
+    holds: Callable[[], bool], timeout: float, *, stable_for: float, poll: float = 0.05
+) -> float | None:
     """Poll ``holds`` until it has returned true for ``stable_for`` seconds on end; returns the wall
     clock time it began to hold, or None when that did not happen within ``timeout`` seconds.
     Whatever ``holds`` raises (a member that failed, say) ends the wait."""

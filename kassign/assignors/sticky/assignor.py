@@ -70,8 +70,11 @@ class AbstractStickyAssignor(PartitionAssignor):
             return {}
         raw_topics = _topic_sets(subscriptions, members)
         distinct = set(raw_topics)
-        topics = {t: partitions_per_topic[t] for t in sorted(frozenset().union(*distinct))
-                  if t in partitions_per_topic and partitions_per_topic[t] > 0}
+        topics = {
+            t: partitions_per_topic[t]
+            for t in sorted(frozenset().union(*distinct))
+            if t in partitions_per_topic and partitions_per_topic[t] > 0
+        }
         effective = {raw: raw if raw <= topics.keys() else frozenset(t for t in raw if t in topics) for raw in distinct}
         member_topics = [effective[raw] for raw in raw_topics]
 
@@ -99,9 +102,15 @@ class AbstractStickyAssignor(PartitionAssignor):
         return dict(zip(members, lists))
 
 
-def _refine(lists: list[list[TopicPartition]], moving: dict[TopicPartition, int], topics: Mapping[str, int],
-            member_topics: list[frozenset[str]], ownership: Ownership, owner: dict[TopicPartition, int],
-            racks: RackInfo) -> None:
+def _refine(
+    lists: list[list[TopicPartition]],
+    moving: dict[TopicPartition, int],
+    topics: Mapping[str, int],
+    member_topics: list[frozenset[str]],
+    ownership: Ownership,
+    owner: dict[TopicPartition, int],
+    racks: RackInfo,
+) -> None:
     """Rack-aware: trade partitions between members at unchanged counts where that brings partitions onto
     their replicas' racks (:mod:`~kassign.assignors.sticky.refine`), and keep ``moving`` up to date."""
     subscribers: dict[str, list[int]] = {t: [] for t in topics}

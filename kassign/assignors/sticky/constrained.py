@@ -110,8 +110,9 @@ def constrained_assign(
         assignment.append(mine)
 
     pool = list(chain.from_iterable(unowned_partitions(t, n, ownership.marks[t]) for t, n in topics.items()))
-    state = _Filling(assignment, ownership.claimers, under_min, exactly_min, over_min, min_quota, max_quota,
-                     expected_over_min)
+    state = _Filling(
+        assignment, ownership.claimers, under_min, exactly_min, over_min, min_quota, max_quota, expected_over_min
+    )
     if ownership.older_claims and not racks.enabled:  # with racks, Java's rack-aware filling decides
         pool = state.back_to_older_claimers(pool, ownership.older_claims)
     if racks.enabled:
@@ -125,9 +126,17 @@ def constrained_assign(
 class _Filling:
     """Java's round-robin filling of unfilled members, with its quota bookkeeping."""
 
-    def __init__(self, assignment: list[list[TopicPartition]], claimers: dict[TopicPartition, set[int]],
-                 under_min: list[int], exactly_min: deque[int], over_min: int, min_quota: int, max_quota: int,
-                 expected_over_min: int) -> None:
+    def __init__(
+        self,
+        assignment: list[list[TopicPartition]],
+        claimers: dict[TopicPartition, set[int]],
+        under_min: list[int],
+        exactly_min: deque[int],
+        over_min: int,
+        min_quota: int,
+        max_quota: int,
+        expected_over_min: int,
+    ) -> None:
         self.assignment = assignment
         self.claimers = claimers
         self.under_min = under_min
@@ -146,8 +155,9 @@ class _Filling:
             self.transferring[tp] = member
         return len(mine)
 
-    def back_to_older_claimers(self, pool: list[TopicPartition],
-                               older: Mapping[TopicPartition, list[int]]) -> list[TopicPartition]:
+    def back_to_older_claimers(
+        self, pool: list[TopicPartition], older: Mapping[TopicPartition, list[int]]
+    ) -> list[TopicPartition]:
         """Give each partition to the newest older-generation claimer still below the minimum quota;
         returns the partitions left over, in order."""
         left: list[TopicPartition] = []
@@ -222,8 +232,9 @@ class _Filling:
     def verify(self) -> None:
         """The quotas must be met exactly; anything else is a bug in this module."""
         if self.under_min and self.over_min != self.expected_over_min:
-            raise RuntimeError(f"sticky assignment: {self.over_min} members above the minimum quota, expected "
-                               f"{self.expected_over_min}")
+            raise RuntimeError(
+                f"sticky assignment: {self.over_min} members above the minimum quota, expected {self.expected_over_min}"
+            )
         short = [m for m in self.under_min if len(self.assignment[m]) != self.min_quota]
         if short:
             raise RuntimeError(f"sticky assignment: members {short} below the minimum quota {self.min_quota}")

@@ -51,8 +51,9 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
         except ProtocolError as exc:
             # The owned partitions are still the member's (they travel outside the user data): keep
             # them, as Java does, at the lowest generation.
-            log.warning("member %s: unparseable cooperative-sticky user data (%s); taking generation -1",
-                        member_id, exc)
+            log.warning(
+                "member %s: unparseable cooperative-sticky user data (%s); taking generation -1", member_id, exc
+            )
             return owned, DEFAULT_GENERATION
         return owned, DEFAULT_GENERATION if generation is None else generation
 

@@ -50,8 +50,9 @@ def general_assign(
 
 
 class _GeneralAssignment:
-    def __init__(self, topics: Mapping[str, int], member_topics: Sequence[frozenset[str]], ownership: Ownership,
-                 racks: RackInfo) -> None:
+    def __init__(
+        self, topics: Mapping[str, int], member_topics: Sequence[frozenset[str]], ownership: Ownership, racks: RackInfo
+    ) -> None:
         self.topics = topics
         self.member_topics = member_topics
         self.ownership = ownership
@@ -65,7 +66,8 @@ class _GeneralAssignment:
             for t in subscribed:
                 by_topic[t].append(members)
         self.subscribers: dict[str, list[int]] = {
-            t: (lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))) for t, lists in by_topic.items()}
+            t: (lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))) for t, lists in by_topic.items()
+        }
         # Java's order for handing out partitions: topics with fewer potential members first.
         self.topic_order = sorted(topics, key=lambda t: (len(self.subscribers[t]), t))
         self.kept: list[list[TopicPartition]] = []
@@ -95,8 +97,11 @@ class _GeneralAssignment:
                 continue
             if can_deal and free == topics[t] and len(set(map(count.__getitem__, subs))) == 1:
                 run = [t]
-                while k < len(order) and self.subscribers[order[k]] == subs and \
-                        marks[order[k]].count(0) == topics[order[k]]:
+                while (
+                    k < len(order)
+                    and self.subscribers[order[k]] == subs
+                    and marks[order[k]].count(0) == topics[order[k]]
+                ):
                     run.append(order[k])
                     k += 1
                 self._deal(subs, run)
@@ -138,8 +143,9 @@ class _GeneralAssignment:
         for i, mine in enumerate(self.ownership.owned):
             if mine:
                 subscribed = self.member_topics[i]
-                if (len(subscribed) != n_topics and not set(map(_topic_of, mine)) <= subscribed) or \
-                        (racks.enabled and i in racks.member_racks):
+                if (len(subscribed) != n_topics and not set(map(_topic_of, mine)) <= subscribed) or (
+                    racks.enabled and i in racks.member_racks
+                ):
                     dropped = [tp for tp in mine if tp[0] not in subscribed or racks.mismatch(i, tp)]
                     if dropped:
                         release(i, dropped)
@@ -255,8 +261,13 @@ class _GeneralAssignment:
                 if k:
                     self.added[t][i] = k
 
-    def _balance_round(self, owned_too: bool, added_by: list[dict[str, int]], kept_by: _LazyTopicCounts,
-                       member_topics: Sequence[frozenset[str]]) -> bool:
+    def _balance_round(
+        self,
+        owned_too: bool,
+        added_by: list[dict[str, int]],
+        kept_by: _LazyTopicCounts,
+        member_topics: Sequence[frozenset[str]],
+    ) -> bool:
         """One pass over the members from the least loaded up; True if anything moved."""
         count = self.count
         subscribers = self.subscribers
@@ -270,7 +281,7 @@ class _GeneralAssignment:
             can_take = movable.get(lo_topics)
             if can_take is None:
                 can_take = movable[lo_topics] = lo_topics & shared
-            for held in ((added_by[d], kept_by[d]) if owned_too else (added_by[d],)):
+            for held in (added_by[d], kept_by[d]) if owned_too else (added_by[d],):
                 if held.keys() <= can_take:
                     # every topic held is a candidate: the same choice, found in C
                     most = max(held.values(), default=0)
@@ -282,8 +293,9 @@ class _GeneralAssignment:
                     return best[1]
             return None
 
-        donors = [(-count[i], i) for i in range(len(count))
-                  if any(added_by[i].values()) or (owned_too and kept_by.has_any(i))]
+        donors = [
+            (-count[i], i) for i in range(len(count)) if any(added_by[i].values()) or (owned_too and kept_by.has_any(i))
+        ]
         takers = [(count[i], i) for i in range(len(count)) if member_topics[i]]
         heapq.heapify(donors)
         heapq.heapify(takers)
@@ -395,8 +407,14 @@ class _GeneralAssignment:
             lost = self.given_up[d]
             for t in sorted(lost):
                 while lost[t]:
-                    x = next((x for x in self.subscribers[t] if count[x] == count[d] + 1 and added_by[x].get(t)
-                              and not self.given_up.get(x, {}).get(t)), None)
+                    x = next(
+                        (
+                            x
+                            for x in self.subscribers[t]
+                            if count[x] == count[d] + 1 and added_by[x].get(t) and not self.given_up.get(x, {}).get(t)
+                        ),
+                        None,
+                    )
                     if x is None:
                         break
                     added_by[x][t] -= 1
@@ -404,8 +422,9 @@ class _GeneralAssignment:
                     count[x] -= 1
                     count[d] += 1
 
-    def _chain(self, lo: int, holders: dict[str, set[int]], dead: set[str],
-               added_by: list[dict[str, int]]) -> list[tuple[str, int]] | None:
+    def _chain(
+        self, lo: int, holders: dict[str, set[int]], dead: set[str], added_by: list[dict[str, int]]
+    ) -> list[tuple[str, int]] | None:
         """Shortest chain [(topic, giver), ...] from ``lo`` to a member with two or more partitions more;
         when there is none, the topics explored are added to ``dead``. Among givers of a topic, those
         holding newly handed out partitions of it come first: their move costs no owned partition."""
@@ -474,7 +493,7 @@ class _GeneralAssignment:
         for subs, run in self.deals:
             dealt = list(chain.from_iterable(topic_partitions(t, range(self.topics[t])) for t in run))
             for pos, i in enumerate(subs):
-                result[i].extend(dealt[pos::len(subs)])
+                result[i].extend(dealt[pos :: len(subs)])
         transferring: dict[TopicPartition, int] = {}
         racks = self.racks
         for t, n in self.topics.items():
@@ -485,7 +504,7 @@ class _GeneralAssignment:
             if not claimers and not racks.enabled:
                 start = 0
                 for i, k in slots.items():
-                    result[i].extend(pool[start:start + k])
+                    result[i].extend(pool[start : start + k])
                     start += k
                 continue
             placed: dict[TopicPartition, int] = {}
@@ -495,8 +514,12 @@ class _GeneralAssignment:
                 reserved = dict.fromkeys(slots, 0)
                 for tp in pool:
                     giver = given_up_by.get(tp)
-                    if giver is not None and giver in slots and reserved[giver] < slots[giver] \
-                            and not any(racks.matches(j, tp) for j in slots):
+                    if (
+                        giver is not None
+                        and giver in slots
+                        and reserved[giver] < slots[giver]
+                        and not any(racks.matches(j, tp) for j in slots)
+                    ):
                         reserved[giver] += 1
                 for tp in sorted(pool, key=racks.members_on_replica_racks):
                     candidates = [i for i in slots if slots[i] > reserved[i] and racks.matches(i, tp)]

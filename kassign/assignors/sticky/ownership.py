@@ -62,7 +62,9 @@ class Ownership:
 
 
 def resolve_ownership(
-    topics: Mapping[str, int], claims: Sequence[Sequence[TopicPartition]], generations: Sequence[int],
+    topics: Mapping[str, int],
+    claims: Sequence[Sequence[TopicPartition]],
+    generations: Sequence[int],
     member_ids: Sequence[str],
 ) -> Ownership:
     """Resolve member ``i``'s ``claims[i]`` made in ``generations[i]`` against topic sizes ``topics``."""
@@ -83,7 +85,9 @@ def resolve_ownership(
 
 
 def _resolve_slowly(
-    topics: Mapping[str, int], claims: Sequence[Sequence[TopicPartition]], generations: Sequence[int],
+    topics: Mapping[str, int],
+    claims: Sequence[Sequence[TopicPartition]],
+    generations: Sequence[int],
     member_ids: Sequence[str],
 ) -> Ownership:
     by_partition: dict[TopicPartition, list[int]] = {}
@@ -109,8 +113,9 @@ def _resolve_slowly(
             valid.append(tp)
             by_partition.setdefault(tp, []).append(i)
         if ignored:
-            log.debug("member %s claims partitions that are not subscribed or do not exist: %s",
-                      member_ids[i], ignored[:10])
+            log.debug(
+                "member %s claims partitions that are not subscribed or do not exist: %s", member_ids[i], ignored[:10]
+            )
         valid_claims.append(valid)
 
     owner_of: dict[TopicPartition, int] = {}
@@ -133,12 +138,20 @@ def _resolve_slowly(
         else:
             invalid.append(described)
     if newer_wins:
-        log.warning("%d partitions claimed by several members: kept by the newest generation (%s%s)",
-                    len(newer_wins), "; ".join(newer_wins[:5]), "; ..." if len(newer_wins) > 5 else "")
+        log.warning(
+            "%d partitions claimed by several members: kept by the newest generation (%s%s)",
+            len(newer_wins),
+            "; ".join(newer_wins[:5]),
+            "; ..." if len(newer_wins) > 5 else "",
+        )
     if invalid:
-        log.error("%d partitions claimed by several members in the same newest generation: the claims are invalid "
-                  "and the partitions reassigned (%s%s)", len(invalid), "; ".join(invalid[:5]),
-                  "; ..." if len(invalid) > 5 else "")
+        log.error(
+            "%d partitions claimed by several members in the same newest generation: the claims are invalid "
+            "and the partitions reassigned (%s%s)",
+            len(invalid),
+            "; ".join(invalid[:5]),
+            "; ..." if len(invalid) > 5 else "",
+        )
 
     marks = {t: bytearray(n) for t, n in topics.items()}
     owned = []

@@ -46,9 +46,14 @@ def refine_locality(
 
 
 class _Refiner:
-    def __init__(self, result: list[list[TopicPartition]], member_topics: Sequence[frozenset[str]],
-                 subscribers: Mapping[str, Sequence[int]], owner: Mapping[TopicPartition, int],
-                 racks: RackInfo) -> None:
+    def __init__(
+        self,
+        result: list[list[TopicPartition]],
+        member_topics: Sequence[frozenset[str]],
+        subscribers: Mapping[str, Sequence[int]],
+        owner: Mapping[TopicPartition, int],
+        racks: RackInfo,
+    ) -> None:
         self.result = result
         self.member_topics = member_topics
         self.subscribers = subscribers
@@ -176,8 +181,9 @@ class _Refiner:
                 return self._moves(cycle, pred)
         return None
 
-    def _moves(self, start: int, pred: list[tuple[int, TopicPartition | None] | None]
-               ) -> list[tuple[int, int, TopicPartition]]:
+    def _moves(
+        self, start: int, pred: list[tuple[int, TopicPartition | None] | None]
+    ) -> list[tuple[int, int, TopicPartition]]:
         """The member-to-member moves of the predecessor cycle through ``start``."""
         n = len(self.result)
         steps: list[tuple[int, int, TopicPartition | None]] = []

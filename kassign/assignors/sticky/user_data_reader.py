@@ -61,8 +61,18 @@ class _Segment:
 class _Layout:
     """A compiled user data layout: the entries' topics and partition counts in order, then a generation."""
 
-    __slots__ = ("fixed", "expected_fixed", "values", "topic_per_partition", "hits", "misses", "entries",
-                 "_segments", "similar_hits", "similar_misses")
+    __slots__ = (
+        "fixed",
+        "expected_fixed",
+        "values",
+        "topic_per_partition",
+        "hits",
+        "misses",
+        "entries",
+        "_segments",
+        "similar_hits",
+        "similar_misses",
+    )
 
     def __init__(self, buf: bytes, entries: list[tuple[bytes, str, int]]) -> None:
         # fixed: the array length, then per entry (int16 length, name, int32 count) as one chunk,
@@ -84,7 +94,7 @@ class _Layout:
             entries = self.entries
             self._segments = {}
             for k in range(0, len(entries), _SEGMENT_ENTRIES):
-                self._segments.setdefault(entries[k][0], _Segment(entries[k:k + _SEGMENT_ENTRIES]))
+                self._segments.setdefault(entries[k][0], _Segment(entries[k : k + _SEGMENT_ENTRIES]))
         return self._segments
 
     def read(self, buf: bytes) -> tuple[list[TopicPartition], int] | None:
@@ -120,7 +130,7 @@ class StickyUserDataReader:
     def _read_by_layout(self, buf: bytes) -> tuple[list[TopicPartition], int | None] | None:
         # Same length and same first topic: very likely the same layout (verified before use).
         first_length = int.from_bytes(buf[4:6], "big")
-        first = buf[6:6 + first_length]
+        first = buf[6 : 6 + first_length]
         key = (len(buf), first)
         layout = self._layouts.get(key)
         if layout is None:
@@ -160,12 +170,17 @@ class StickyUserDataReader:
             # The segment starting with this entry's topic, verified at the current position: entries
             # added, missing or changed before it only shift it.
             (length,) = int16(buf, pos)
-            raw = buf[pos + 2:pos + 2 + length]
+            raw = buf[pos + 2 : pos + 2 + length]
             segment = starts.get(raw)
-            if segment is not None and done + segment.entries <= n_entries and pos + segment.size <= size \
-                    and segment.fixed.unpack_from(buf, pos) == segment.expected_fixed:
-                extend(map(_new, repeat(tp_type),
-                           zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos))))
+            if (
+                segment is not None
+                and done + segment.entries <= n_entries
+                and pos + segment.size <= size
+                and segment.fixed.unpack_from(buf, pos) == segment.expected_fixed
+            ):
+                extend(
+                    map(_new, repeat(tp_type), zip(segment.topic_per_partition, segment.values.unpack_from(buf, pos)))
+                )
                 pos += segment.size
                 done += segment.entries
                 by_segments += segment.entries
@@ -209,7 +224,7 @@ class StickyUserDataReader:
             end = pos + 2 + length
             if length < 0 or end > len(buf):
                 return None
-            raw = buf[pos + 2:end]
+            raw = buf[pos + 2 : end]
             (count,) = _INT32.unpack_from(buf, end)
             if count < 0:
                 return None

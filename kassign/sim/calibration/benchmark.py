@@ -89,7 +89,10 @@ LOADED_REPS = (6, 7, 8, 9, 10)
 RECHECK_REPS = tuple(range(21, 31))
 #: Per client, the repetitions recorded after the last model change that touches its cells.
 HELD_OUT_BY_CLIENT: dict[str, tuple[int, ...]] = {
-    "aiokafka": RECHECK_REPS, "java": HELD_OUT_REPS, "librdkafka": HELD_OUT_REPS}
+    "aiokafka": RECHECK_REPS,
+    "java": HELD_OUT_REPS,
+    "librdkafka": HELD_OUT_REPS,
+}
 #: Seeds of the members' batch times simulated per recorded run with processing (see
 #: :func:`simulated_bench_metrics`).
 DRAWS = 5
@@ -129,8 +132,11 @@ def load_bench_runs(root: str | Path = BENCH_RECORDINGS, *, reps: Iterable[int] 
     if not root.is_dir():
         raise FileNotFoundError(f"no recordings directory at {root}")
     wanted = None if reps is None else set(reps)
-    runs = [BenchRun(d, json.loads((d / "meta.json").read_text())) for d in sorted(root.iterdir())
-            if (d / "meta.json").is_file()]
+    runs = [
+        BenchRun(d, json.loads((d / "meta.json").read_text()))
+        for d in sorted(root.iterdir())
+        if (d / "meta.json").is_file()
+    ]
     return [r for r in runs if wanted is None or r.rep in wanted]
 
 
@@ -158,8 +164,9 @@ class BenchMetrics:
     step_settle_s: float
 
 
-def bench_metrics(events: Iterable[Event], triggers: Sequence[float], end: float,
-                  partitions: Iterable[TopicPartition]) -> BenchMetrics:
+def bench_metrics(
+    events: Iterable[Event], triggers: Sequence[float], end: float, partitions: Iterable[TopicPartition]
+) -> BenchMetrics:
     """The benchmark's metrics of a timeline whose changes began at ``triggers`` (one per restart of
     a rolling restart) and whose measured stretch ends at ``end``.
 
@@ -190,8 +197,9 @@ def recorded_bench_metrics(run: BenchRun) -> BenchMetrics:
     return bench_metrics(run.events(), run.meta["triggers"], float(run.meta["end"]), _partitions(run.meta))
 
 
-def simulate_bench(run: BenchRun, config: SimConfig | None = None, *, draw: int = 0, **overrides: Any
-                   ) -> BenchRunResult:
+def simulate_bench(
+    run: BenchRun, config: SimConfig | None = None, *, draw: int = 0, **overrides: Any
+) -> BenchRunResult:
     """Simulate ``run`` under its :func:`~kassign.sim.bench_meta.bench_config` (with ``overrides``)
     unless ``config`` is given; ``draw`` picks another seed for the members' batch times."""
     config = config or bench_config(run.meta, **overrides)
@@ -199,8 +207,9 @@ def simulate_bench(run: BenchRun, config: SimConfig | None = None, *, draw: int 
     return BenchSimulation(harness_inputs(run.meta, run.events()), config, seed=seed, name=run.name).run_bench()
 
 
-def simulated_bench_metrics(run: BenchRun, config: SimConfig | None = None, *, draws: int = DRAWS,
-                            **overrides: Any) -> BenchMetrics:
+def simulated_bench_metrics(
+    run: BenchRun, config: SimConfig | None = None, *, draws: int = DRAWS, **overrides: Any
+) -> BenchMetrics:
     """The benchmark's metrics of the simulated run: with per-batch processing, the median over
     ``draws`` seeds of the members' batch times (the recorded members' own draws cannot be
     reproduced, so one simulated draw against one recorded run compares two dice)."""
@@ -212,10 +221,12 @@ def simulated_bench_metrics(run: BenchRun, config: SimConfig | None = None, *, d
         rows.append(bench_metrics(result.events, result.triggers, result.end, _partitions(run.meta)))
     if len(rows) == 1:
         return rows[0]
-    return BenchMetrics(unowned_ps=statistics.median(r.unowned_ps for r in rows),
-                        settle_s=statistics.median(r.settle_s for r in rows),
-                        moved=statistics.median_low(r.moved for r in rows),
-                        step_settle_s=statistics.median(r.step_settle_s for r in rows))
+    return BenchMetrics(
+        unowned_ps=statistics.median(r.unowned_ps for r in rows),
+        settle_s=statistics.median(r.settle_s for r in rows),
+        moved=statistics.median_low(r.moved for r in rows),
+        step_settle_s=statistics.median(r.step_settle_s for r in rows),
+    )
 
 
 # -- comparing cells -------------------------------------------------------------------------------------
@@ -242,8 +253,13 @@ class CellComparison:
         return agrees(metric, self.recorded[metric], self.simulated[metric], bound)
 
 
-def compare_cells(runs: Iterable[BenchRun], configure: Callable[[BenchRun], SimConfig] | None = None, *,
-                  draws: int = DRAWS, reuse: Iterable[CellComparison] = ()) -> list[CellComparison]:
+def compare_cells(
+    runs: Iterable[BenchRun],
+    configure: Callable[[BenchRun], SimConfig] | None = None,
+    *,
+    draws: int = DRAWS,
+    reuse: Iterable[CellComparison] = (),
+) -> list[CellComparison]:
     """Median recorded vs median simulated per cell; ``configure`` builds each run's config
     (default :func:`~kassign.sim.bench_meta.bench_config`), ``draws`` as :func:`simulated_bench_metrics`.
     A row of ``reuse`` (compared with the same ``configure`` and ``draws``) over exactly a cell's runs
@@ -258,22 +274,32 @@ def compare_cells(runs: Iterable[BenchRun], configure: Callable[[BenchRun], SimC
         if row is not None:
             out.append(row)
             continue
-        per_run = [(run.name, recorded_bench_metrics(run),
-                    simulated_bench_metrics(run, configure(run) if configure else None, draws=draws))
-                   for run in grouped[cell]]
-        out.append(CellComparison(
-            cell,
-            {m: statistics.median(getattr(rec, m) for _, rec, _ in per_run) for m in ALL_METRICS},
-            {m: statistics.median(getattr(sim, m) for _, _, sim in per_run) for m in ALL_METRICS},
-            per_run))
+        per_run = [
+            (
+                run.name,
+                recorded_bench_metrics(run),
+                simulated_bench_metrics(run, configure(run) if configure else None, draws=draws),
+            )
+            for run in grouped[cell]
+        ]
+        out.append(
+            CellComparison(
+                cell,
+                {m: statistics.median(getattr(rec, m) for _, rec, _ in per_run) for m in ALL_METRICS},
+                {m: statistics.median(getattr(sim, m) for _, _, sim in per_run) for m in ALL_METRICS},
+                per_run,
+            )
+        )
     return out
 
 
 def format_cells(rows: Sequence[CellComparison], bound: float = 0.25) -> str:
     """A markdown table: per cell the recorded and simulated medians, errors and pass marks."""
-    lines = ["| profile | scenario | mode | unowned ps rec | sim | err | settle s rec | sim | err | "
-             "per-restart settle s rec | sim | moved rec | sim | unowned, settle, moved |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| profile | scenario | mode | unowned ps rec | sim | err | settle s rec | sim | err | "
+        "per-restart settle s rec | sim | moved rec | sim | unowned, settle, moved |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for row in rows:
         rec, sim = row.recorded, row.simulated
         marks = " ".join("pass" if row.passes(m, bound) else "FAIL" for m in BENCH_METRICS)
@@ -281,7 +307,8 @@ def format_cells(rows: Sequence[CellComparison], bound: float = 0.25) -> str:
             f"| {' | '.join(row.cell)} | {rec['unowned_ps']:.2f} | {sim['unowned_ps']:.2f} | "
             f"{row.rel_err('unowned_ps'):+.0%} | {rec['settle_s']:.2f} | {sim['settle_s']:.2f} | "
             f"{row.rel_err('settle_s'):+.0%} | {rec['step_settle_s']:.2f} | {sim['step_settle_s']:.2f} | "
-            f"{rec['moved']:g} | {sim['moved']:g} | {marks} |")
+            f"{rec['moved']:g} | {sim['moved']:g} | {marks} |"
+        )
     return "\n".join(lines)
 
 
@@ -290,8 +317,11 @@ def summary(rows: Sequence[CellComparison], bound: float = 0.25) -> dict[str, An
     out: dict[str, Any] = {}
     for metric in BENCH_METRICS:
         worst = max(rows, key=lambda r: abs(r.rel_err(metric)))
-        out[metric] = {"passing": sum(r.passes(metric, bound) for r in rows), "cells": len(rows),
-                       "worst": {"cell": "/".join(worst.cell), "rel_err": round(worst.rel_err(metric), 3)}}
+        out[metric] = {
+            "passing": sum(r.passes(metric, bound) for r in rows),
+            "cells": len(rows),
+            "worst": {"cell": "/".join(worst.cell), "rel_err": round(worst.rel_err(metric), 3)},
+        }
     return out
 
 
@@ -304,8 +334,13 @@ def agrees(metric: str, recorded: float, other: float, bound: float = 0.25) -> b
     return abs(other - recorded) / recorded <= bound
 
 
-def reproducible_cells(runs: Iterable[BenchRun], bound: float = 0.25, *, reference: Iterable[int] = FITTED_REPS,
-                       check: Iterable[int] = HELD_OUT_REPS) -> dict[str, set[tuple[str, str, str]]]:
+def reproducible_cells(
+    runs: Iterable[BenchRun],
+    bound: float = 0.25,
+    *,
+    reference: Iterable[int] = FITTED_REPS,
+    check: Iterable[int] = HELD_OUT_REPS,
+) -> dict[str, set[tuple[str, str, str]]]:
     """Per metric, the cells whose recorded median over the ``check`` repetitions is within ``bound``
     of their median over the ``reference`` ones (``moved``: equal): where real Kafka reproduces
     itself from one set of runs to another as closely as the simulator is asked to (by default the
@@ -330,8 +365,9 @@ def _reps(reps: Sequence[int]) -> str:
     return f"r{min(reps)}-r{max(reps)}"
 
 
-def held_out_yardsticks(runs: Sequence[BenchRun], bound: float = 0.25
-                        ) -> tuple[dict[str, set[tuple[str, str, str]]], dict[str, set[tuple[str, str, str]]]]:
+def held_out_yardsticks(
+    runs: Sequence[BenchRun], bound: float = 0.25
+) -> tuple[dict[str, set[tuple[str, str, str]]], dict[str, set[tuple[str, str, str]]]]:
     """:func:`reproducible_cells` with each cell's own held-out set (:data:`HELD_OUT_BY_CLIENT`): the
     fit set's medians against it, and its first half against its second half."""
     itself: dict[str, set[tuple[str, str, str]]] = {metric: set() for metric in BENCH_METRICS}
@@ -358,43 +394,70 @@ def report(root: Path = BENCH_RECORDINGS) -> str:
     fitted = compare_cells(r for r in runs if r.rep in FITTED_REPS)
     fit, load, quiet_reps, recheck = (_reps(r) for r in (FITTED_REPS, LOADED_REPS, HELD_OUT_REPS, RECHECK_REPS))
     held = f"{recheck} (aiokafka modes) / {quiet_reps} (Java, librdkafka)"
-    lines = ["# The simulator against the Kafka 4.4.0 benchmark recordings", "",
-             "Written by `python -m kassign.sim.calibration --report FILE` from `data/rebalance-bench-kafka44` "
-             "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
-             f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
-             "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "
-             "restart's six restarts (its `settle s` is mostly the harness's schedule between them).", "",
-             "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured on the recordings, aiokafka's "
-             f"`startup_ms` measured on a live broker (`benchmarks/aiokafka_startup.py`), the others fitted on {fit}):",
-             ""]
-    lines += [f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items())
-              for client, values in KAFKA44_PRESETS.items()]
+    lines = [
+        "# The simulator against the Kafka 4.4.0 benchmark recordings",
+        "",
+        "Written by `python -m kassign.sim.calibration --report FILE` from `data/rebalance-bench-kafka44` "
+        "(see its README); medians per cell, recorded vs simulated (each recorded run with processing "
+        f"simulated with {DRAWS} seeds of the batch times, their median taken). A metric passes within 25 % "
+        "of the recorded median; `moved` must be equal. `per-restart settle` is the mean settle of a rolling "
+        "restart's six restarts (its `settle s` is mostly the harness's schedule between them).",
+        "",
+        "Client latencies (`KAFKA44_PRESETS`, ms; `spawn_ms` measured on the recordings, aiokafka's "
+        f"`startup_ms` measured on a live broker (`benchmarks/aiokafka_startup.py`), the others fitted on {fit}):",
+        "",
+    ]
+    lines += [
+        f"- {client}: " + ", ".join(f"{k} {v:g}" for k, v in values.items())
+        for client, values in KAFKA44_PRESETS.items()
+    ]
     by_cell = {row.cell: row for row in held_out}
     itself, halves = held_out_yardsticks(runs)
-    lines += ["", f"## Held out: {held}, against the recordings themselves", "",
-              f"Each cell is judged on the runs recorded after the last model change that touches it, ten per cell "
-              f"on a quiet machine: {recheck} for the four aiokafka modes (recorded after aiokafka's start-up delay "
-              f"was measured), {quiet_reps} for Java and librdkafka. Beside the simulator, two yardsticks made of real "
-              f"runs alone: the fitted set's own medians ({fit}) taken as the prediction of the held-out ones (what a "
-              "model that reproduced the fit set exactly would score), and each held-out set's first five runs "
-              "against its last five. Where the fit set's medians miss, no prediction fitted on them is owed.", "",
-              "| metric | simulator within bound of the held-out runs | "
-              f"{fit}'s medians within bound of them | first five within bound of last five | "
-              f"simulator, where {fit} reproduces the held-out runs | simulator misses there |",
-              "|---|---:|---:|---:|---:|---|"]
+    lines += [
+        "",
+        f"## Held out: {held}, against the recordings themselves",
+        "",
+        f"Each cell is judged on the runs recorded after the last model change that touches it, ten per cell "
+        f"on a quiet machine: {recheck} for the four aiokafka modes (recorded after aiokafka's start-up delay "
+        f"was measured), {quiet_reps} for Java and librdkafka. Beside the simulator, two yardsticks made of real "
+        f"runs alone: the fitted set's own medians ({fit}) taken as the prediction of the held-out ones (what a "
+        "model that reproduced the fit set exactly would score), and each held-out set's first five runs "
+        "against its last five. Where the fit set's medians miss, no prediction fitted on them is owed.",
+        "",
+        "| metric | simulator within bound of the held-out runs | "
+        f"{fit}'s medians within bound of them | first five within bound of last five | "
+        f"simulator, where {fit} reproduces the held-out runs | simulator misses there |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for metric in BENCH_METRICS:
         inside = sorted(itself[metric])
         misses = ", ".join("/".join(c) for c in inside if not by_cell[c].passes(metric)) or "none"
-        lines.append(f"| {metric} | {sum(r.passes(metric) for r in held_out)} / {len(held_out)} | "
-                     f"{len(inside)} / {len(by_cell)} | {len(halves[metric])} / {len(by_cell)} | "
-                     f"{sum(by_cell[c].passes(metric) for c in inside)} / {len(inside)} | {misses} |")
-    for title, rows in ((f"Held out: repetitions {held}", held_out),
-                        (f"Repetitions {quiet_reps} of every cell (quiet machine; seen before aiokafka's "
-                         "start-up delay was measured)", quiet),
-                        (f"Held out, loaded: repetitions {load} (beside a simulator fit)", loaded),
-                        (f"Fitted on: repetitions {fit}", fitted)):
+        lines.append(
+            f"| {metric} | {sum(r.passes(metric) for r in held_out)} / {len(held_out)} | "
+            f"{len(inside)} / {len(by_cell)} | {len(halves[metric])} / {len(by_cell)} | "
+            f"{sum(by_cell[c].passes(metric) for c in inside)} / {len(inside)} | {misses} |"
+        )
+    for title, rows in (
+        (f"Held out: repetitions {held}", held_out),
+        (
+            f"Repetitions {quiet_reps} of every cell (quiet machine; seen before aiokafka's "
+            "start-up delay was measured)",
+            quiet,
+        ),
+        (f"Held out, loaded: repetitions {load} (beside a simulator fit)", loaded),
+        (f"Fitted on: repetitions {fit}", fitted),
+    ):
         totals = summary(rows)
-        lines += ["", f"## {title}", "",
-                  "; ".join(f"{m}: {t['passing']}/{t['cells']} cells pass (worst {t['worst']['cell']}, "
-                            f"{t['worst']['rel_err']:+.0%})" for m, t in totals.items()), "", format_cells(rows)]
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            "; ".join(
+                f"{m}: {t['passing']}/{t['cells']} cells pass (worst {t['worst']['cell']}, "
+                f"{t['worst']['rel_err']:+.0%})"
+                for m, t in totals.items()
+            ),
+            "",
+            format_cells(rows),
+        ]
     return "\n".join(lines) + "\n"

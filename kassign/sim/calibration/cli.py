@@ -40,16 +40,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print recorded vs simulated medians per cell for the given repetitions (``--fit``: refit the
     presets on them first and print those; ``--report FILE``: write the calibration report)."""
     ap = argparse.ArgumentParser(prog="python -m kassign.sim.calibration", description=main.__doc__)
-    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
-                    help="calibrate the classic model (default) or the KIP-848 one (consumer-protocol runs)")
-    ap.add_argument("--root", type=Path, default=None,
-                    help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)")
-    ap.add_argument("--reps", default=None,
-                    help="comma-separated repetitions (default: the held-out ones: classic 21-30 of the aiokafka "
-                         "modes and 11-20 of Java's and librdkafka's, consumer 4-5)")
+    ap.add_argument(
+        "--protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="calibrate the classic model (default) or the KIP-848 one (consumer-protocol runs)",
+    )
+    ap.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="recordings (default data/rebalance-bench-kafka44, or -kip848 with --protocol consumer)",
+    )
+    ap.add_argument(
+        "--reps",
+        default=None,
+        help="comma-separated repetitions (default: the held-out ones: classic 21-30 of the aiokafka "
+        "modes and 11-20 of Java's and librdkafka's, consumer 4-5)",
+    )
     ap.add_argument("--fit", action="store_true", help="fit each client's presets on --reps and use them")
-    ap.add_argument("--report", type=Path, default=None,
-                    help="write the markdown report (held-out and fitted repetitions) here")
+    ap.add_argument(
+        "--report", type=Path, default=None, help="write the markdown report (held-out and fitted repetitions) here"
+    )
     args = ap.parse_args(argv)
     reps: list[int] | None = None
     if args.reps is not None:
@@ -58,9 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             ap.error(f"--reps must be comma-separated numbers, got {args.reps!r}")
     if args.protocol == "consumer":
-        return _consumer_protocol(args.root or KIP848_RECORDINGS,
-                                  list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
-                                  fit=args.fit, report_to=args.report)
+        return _consumer_protocol(
+            args.root or KIP848_RECORDINGS,
+            list(CONSUMER_HELD_OUT_REPS) if reps is None else reps,
+            fit=args.fit,
+            report_to=args.report,
+        )
     root = args.root or BENCH_RECORDINGS
     if args.report is not None:
         args.report.write_text(report(root))

@@ -19,8 +19,15 @@ from collections.abc import Mapping, Sequence
 from kassign.sim.bench_meta import bench_config
 from kassign.sim.calibration.benchmark import BenchRun, CellComparison, compare_cells
 
-__all__ = ["FITTED_LATENCIES", "FITTED_BY_CLIENT", "measured_spawn_ms", "measured_heartbeat_lag_ms", "cell_loss",
-           "fit_loss", "fit_presets"]
+__all__ = [
+    "FITTED_LATENCIES",
+    "FITTED_BY_CLIENT",
+    "measured_spawn_ms",
+    "measured_heartbeat_lag_ms",
+    "cell_loss",
+    "fit_loss",
+    "fit_presets",
+]
 
 #: The latencies fitted, in the order a sweep visits them.
 FITTED_LATENCIES = ("startup_ms", "poll_ms", "revocation_ms", "assign_ms", "network_ms", "id_rejoin_ms")
@@ -28,8 +35,7 @@ FITTED_LATENCIES = ("startup_ms", "poll_ms", "revocation_ms", "assign_ms", "netw
 #: (librdkafka); Java and aiokafka send the JoinGroup with the id at once (Java: in the same
 #: ``joinGroupIfNeeded`` loop), so theirs stays 0.
 #: aiokafka's ``startup_ms`` is measured on a live broker (``benchmarks/aiokafka_startup.py``), not fitted.
-FITTED_BY_CLIENT = {"librdkafka": FITTED_LATENCIES,
-                    "java": FITTED_LATENCIES[:-1], "aiokafka": FITTED_LATENCIES[1:-1]}
+FITTED_BY_CLIENT = {"librdkafka": FITTED_LATENCIES, "java": FITTED_LATENCIES[:-1], "aiokafka": FITTED_LATENCIES[1:-1]}
 #: Event times are written to the millisecond, the triggers exactly: a ``closing`` this much before
 #: its trigger belongs to it.
 ROUNDING_S = 0.001
@@ -91,13 +97,16 @@ def _log_ratio(simulated: float, recorded: float, floor: float) -> float:
 def cell_loss(row: CellComparison) -> float:
     """How far one cell's simulated medians (and, at half weight, its runs) are from the recorded ones."""
     rec, sim = row.recorded, row.simulated
-    medians = (_log_ratio(sim["unowned_ps"], rec["unowned_ps"], FLOOR_PS)
-               + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
-               + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
-               + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0))
+    medians = (
+        _log_ratio(sim["unowned_ps"], rec["unowned_ps"], FLOOR_PS)
+        + _log_ratio(sim["settle_s"], rec["settle_s"], FLOOR_S)
+        + 0.5 * _log_ratio(sim["step_settle_s"], rec["step_settle_s"], FLOOR_S)
+        + abs(sim["moved"] - rec["moved"]) / max(rec["moved"], 1.0)
+    )
     runs = statistics.fmean(
         _log_ratio(s.unowned_ps, r.unowned_ps, FLOOR_PS) + _log_ratio(s.settle_s, r.settle_s, FLOOR_S)
-        for _, r, s in row.per_run)
+        for _, r, s in row.per_run
+    )
     return medians + 0.5 * runs
 
 
@@ -114,8 +123,9 @@ def _candidates(value: float) -> list[float]:
     return sorted({round(max(0.0, value * f), 2) for f in FACTORS} | set(ABSOLUTE_MS))
 
 
-def fit_presets(runs: Sequence[BenchRun], start: Mapping[str, float], *, sweeps: int = 3,
-                names: Sequence[str] = FITTED_LATENCIES) -> tuple[dict[str, float], float]:
+def fit_presets(
+    runs: Sequence[BenchRun], start: Mapping[str, float], *, sweeps: int = 3, names: Sequence[str] = FITTED_LATENCIES
+) -> tuple[dict[str, float], float]:
     """``spawn_ms`` measured on ``runs`` and the other latencies (from ``start``) that minimise
     :func:`fit_loss` on them, and that loss."""
     if not runs:

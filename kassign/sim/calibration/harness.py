@@ -82,8 +82,13 @@ def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessI
     slots = [first.get(f"m{slot + 1}") for slot in range(members)]
     known = [t for t in slots if t is not None]
     start_s = () if len(known) < len(slots) else tuple(round(t - min(known), 6) for t in known)
-    common: dict[str, Any] = {"scenario": scenario, "members": members, "start_s": start_s,
-                              "partitions": int(meta.get("partitions", 24)), "phase": float(meta["phase"])}
+    common: dict[str, Any] = {
+        "scenario": scenario,
+        "members": members,
+        "start_s": start_s,
+        "partitions": int(meta.get("partitions", 24)),
+        "phase": float(meta["phase"]),
+    }
     if scenario == "scale-out":
         subscribed = sorted(e.t - triggers[0] for e in events if e.ev == "subscribed" and e.t >= triggers[0])
         return HarnessInputs(**common, launch_s=tuple(round(s, 6) for s in subscribed))
@@ -117,8 +122,9 @@ class BenchSimulation(Simulation):
     """A simulated group driven by the benchmark's harness (see the module docstring)."""
 
     def __init__(self, inputs: HarnessInputs, config: SimConfig, *, seed: int = 0, name: str = "") -> None:
-        super().__init__(Scenario(members=inputs.members, topics={TOPIC: inputs.partitions}, seed=seed, name=name),
-                         config, None)
+        super().__init__(
+            Scenario(members=inputs.members, topics={TOPIC: inputs.partitions}, seed=seed, name=name), config, None
+        )
         self.inputs = inputs
         self.triggers: list[float] = []
         self.finished_at: float | None = None
@@ -151,8 +157,13 @@ class BenchSimulation(Simulation):
             for tp in member.consuming:
                 owners[tp] += 1
         sizes = [len(m.consuming) for m in live]
-        return (bool(live) and len(owners) == self.inputs.partitions and set(owners.values()) == {1}
-                and min(sizes) > 0 and max(sizes) - min(sizes) <= 1)
+        return (
+            bool(live)
+            and len(owners) == self.inputs.partitions
+            and set(owners.values()) == {1}
+            and min(sizes) > 0
+            and max(sizes) - min(sizes) <= 1
+        )
 
     def _when_settled(self, then: Callable[[float], None]) -> None:
         """``then(settle time)`` once the group is settled (the harness's timeout: a failure)."""
@@ -166,15 +177,18 @@ class BenchSimulation(Simulation):
                 self.finished_at = self.loop.now
             else:
                 self.loop.after(CHECK_S, check)
+
         check()
 
     def _after_settle(self, settle: float, wait_s: float, then: Callable[[], None]) -> None:
         """``then()`` ``wait_s`` after ``settle`` if the group stayed settled, else after the next settle."""
+
         def check() -> None:
             if self._last_change > settle or not self.settled_now():
                 self._when_settled(lambda t: self._after_settle(t, wait_s, then))
             else:
                 then()
+
         self.loop.at(settle + wait_s, check)
 
     def _phase_wait(self, then: Callable[[], None]) -> None:
@@ -186,6 +200,7 @@ class BenchSimulation(Simulation):
         def fire() -> None:
             self.triggers.append(self.loop.now)
             then()
+
         self.loop.at(max(now, last + (periods + self.inputs.phase) * hb), fire)
 
     # -- the scenarios ---------------------------------------------------------------------------
@@ -193,12 +208,19 @@ class BenchSimulation(Simulation):
         offsets = self.inputs.start_s or (0.0,) * self.inputs.members
         for slot, offset in sorted(enumerate(offsets), key=lambda so: (so[1], so[0])):
             self.loop.at(offset, self.start_member, self._slot(slot))
-        action = {"scale-out": self._scale_out, "scale-in": self._scale_in, "crash": self._crash,
-                  "rolling-restart": lambda: self._restart(0)}[self.inputs.scenario]
+        action = {
+            "scale-out": self._scale_out,
+            "scale-in": self._scale_in,
+            "crash": self._crash,
+            "rolling-restart": lambda: self._restart(0),
+        }[self.inputs.scenario]
         # Only the phase after the last assignment matters for the first trigger, not how long the
         # harness waited before it. It waits for all of its members, not just those in so far.
-        self.loop.at(max(offsets) + 1e-9, self._when_settled,
-                     lambda t: self._after_settle(t, STABLE_S + STEADY_S, lambda: self._phase_wait(action)))
+        self.loop.at(
+            max(offsets) + 1e-9,
+            self._when_settled,
+            lambda t: self._after_settle(t, STABLE_S + STEADY_S, lambda: self._phase_wait(action)),
+        )
 
     def _finish_when_settled(self) -> None:
         self._when_settled(self._finish)
@@ -220,8 +242,9 @@ class BenchSimulation(Simulation):
         self.loop.after(max(self.inputs.launch_s, default=0.0), self._finish_when_settled)
 
     def _scale_in(self) -> None:
-        self.loop.after(self.latency("spawn_ms"), self._stop,
-                        self._slots(range(self.inputs.members // 2, self.inputs.members)))
+        self.loop.after(
+            self.latency("spawn_ms"), self._stop, self._slots(range(self.inputs.members // 2, self.inputs.members))
+        )
 
     def _stop(self, members: Sequence[SimMember]) -> None:
         for member in members:
@@ -259,6 +282,8 @@ class BenchSimulation(Simulation):
         self._start()
         self.loop.run(horizon_s, lambda: self.finished_at is not None)
         if self.finished_at is None or self.failure is not None or not self.triggers:
-            raise RuntimeError(f"benchmark run {self.scenario.name!r} failed in the simulator: "
-                               f"{self.failure or 'it never settled'} (triggers at {self.triggers})")
+            raise RuntimeError(
+                f"benchmark run {self.scenario.name!r} failed in the simulator: "
+                f"{self.failure or 'it never settled'} (triggers at {self.triggers})"
+            )
         return BenchRunResult(self.events, self.triggers, self.finished_at + STEADY_S)

@@ -23,8 +23,16 @@ from kassign.sim.simulator import SimResult, simulate
 from kassign.timeline.events import read_events
 from kassign.timeline.metrics import PhaseMetrics, recording_phases, timeline_metrics
 
-__all__ = ["RecordedRun", "load_runs", "scenario_for", "config_for", "recorded_metrics", "simulated_metrics", "compare",
-           "CALIBRATED_METRICS"]
+__all__ = [
+    "RecordedRun",
+    "load_runs",
+    "scenario_for",
+    "config_for",
+    "recorded_metrics",
+    "simulated_metrics",
+    "compare",
+    "CALIBRATED_METRICS",
+]
 
 STRATEGY_ASSIGNORS = {"range": "range", "sticky": "sticky", "coop": "cooperative-sticky", "roundrobin": "roundrobin"}
 CLIENTS = {"java": "java", "ck": "librdkafka"}
@@ -51,8 +59,11 @@ def load_runs(root: str | Path) -> list[RecordedRun]:
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no recordings directory at {root}")
-    return [RecordedRun(d, json.loads((d / "meta.json").read_text())) for d in sorted(root.iterdir())
-            if (d / "meta.json").is_file()]
+    return [
+        RecordedRun(d, json.loads((d / "meta.json").read_text()))
+        for d in sorted(root.iterdir())
+        if (d / "meta.json").is_file()
+    ]
 
 
 #: How often the recorded members committed (async, every second).
@@ -100,11 +111,13 @@ def recorded_metrics(run: RecordedRun) -> dict[str, PhaseMetrics]:
     return timeline_metrics(read_events(run.path / "events.jsonl.gz"), recording_phases(run.meta))
 
 
-def simulated_metrics(run: RecordedRun, *, assignor_factory: Callable[[str], Any] | None = None,
-                      **overrides: Any) -> dict[str, PhaseMetrics]:
+def simulated_metrics(
+    run: RecordedRun, *, assignor_factory: Callable[[str], Any] | None = None, **overrides: Any
+) -> dict[str, PhaseMetrics]:
     """The simulator's metrics for the run's scenario, under the recorded phase names."""
-    result: SimResult = simulate(scenario_for(run.meta), config_for(run.meta, **overrides),
-                                 assignor_factory=assignor_factory)
+    result: SimResult = simulate(
+        scenario_for(run.meta), config_for(run.meta, **overrides), assignor_factory=assignor_factory
+    )
     # Recordings have no sync events, so count rounds the way they must be counted there: from
     # bursts of assign callbacks.
     observable = [e for e in result.events if e.ev != "sync"]
@@ -112,8 +125,13 @@ def simulated_metrics(run: RecordedRun, *, assignor_factory: Callable[[str], Any
     return timeline_metrics(observable, phases)
 
 
-def compare(runs: Iterable[RecordedRun], *, assignor_factory: Callable[[str], Any] | None = None,
-            metrics: Iterable[str] = CALIBRATED_METRICS, **overrides: Any) -> list[dict[str, Any]]:
+def compare(
+    runs: Iterable[RecordedRun],
+    *,
+    assignor_factory: Callable[[str], Any] | None = None,
+    metrics: Iterable[str] = CALIBRATED_METRICS,
+    **overrides: Any,
+) -> list[dict[str, Any]]:
     """Median recorded vs median simulated, per (broker, client, strategy), phase and metric.
 
     Each row: ``broker, client, strategy, phase, metric, recorded, simulated, rel_err``
@@ -133,6 +151,12 @@ def compare(runs: Iterable[RecordedRun], *, assignor_factory: Callable[[str], An
     rows = []
     for key in sorted(recorded):
         r, s = statistics.median(recorded[key]), statistics.median(simulated[key])
-        rows.append(dict(zip(("broker", "client", "strategy", "phase", "metric"), key),
-                         recorded=r, simulated=s, rel_err=(s - r) / r if r else (0.0 if s == r else float("inf"))))
+        rows.append(
+            dict(
+                zip(("broker", "client", "strategy", "phase", "metric"), key),
+                recorded=r,
+                simulated=s,
+                rel_err=(s - r) / r if r else (0.0 if s == r else float("inf")),
+            )
+        )
     return rows
