@@ -186,6 +186,10 @@ class RunResult:
     double_ps: float
     profile: str = "instant"
     phase: float = 0.0
+    #: The members' processes over the steady stretch before the trigger: resident memory summed
+    #: (MB) and CPU used (percent of one core, summed).
+    members_rss_mb: float = 0.0
+    members_cpu_pct: float = 0.0
 
 
 COLUMNS = (
@@ -267,13 +271,36 @@ def run_once(
     profile: str = "instant",
     record: Path | None = None,
     broker: str = "",
+    members: int = 6,
+    change: int | None = None,
+    topics: Sequence[int] | None = None,
+    restart_sample: int | None = None,
+    held_newcomers: bool = False,
 ) -> RunResult:
     """Run one scenario in one mode on a fresh topic and group, and measure it; with ``record``, write
     the run's timeline there (``events.jsonl.gz`` and ``meta.json``, the format of
-    ``data/rebalance-timelines``)."""
+    ``data/rebalance-timelines``).
+
+    The group has ``members`` members at full size; a scale-out adds ``change`` of them to the others
+    and a scale-in closes ``change`` (default half: 3 -> 6 and 6 -> 3); a rolling restart restarts the
+    first ``restart_sample`` (default all). ``topics``: partition counts of the group's topics (default
+    one topic of ``partitions``), the load spread over them by partition count. ``held_newcomers``: a
+    scale-out's members are started and ready before the trigger, which lets them subscribe (in a large
+    group on a small machine, many interpreters starting at once starve the running members'
+    heartbeats: that would measure the machine, not the protocol)."""
+    if change is None:
+        change = members // 2
+    if not 0 < change < members:
+        raise ValueError(f"need 0 < change < members, got change {change} of {members} members")
+    sample = members if restart_sample is None else restart_sample
+    if not 0 < sample <= members:
+        raise ValueError(f"need 0 < restart_sample <= members, got {restart_sample} of {members}")
+    layout = list(topics) if topics else [partitions]
     spec = MODES[mode]
     tag = f"bench-{scenario}-{SHORT[mode]}-{uuid.uuid4().hex[:8]}"
-    topic = create_topic(bootstrap, tag, partitions)
+    names = [tag] if len(layout) == 1 else [f"{tag}-t{i}" for i in range(len(layout))]
+    for name, count in zip(names, layout):
+        create_topic(bootstrap, name, count)
     if spec.group_protocol is not None:
         set_consumer_group_timing(bootstrap, tag, session_ms=timing.session_ms, heartbeat_ms=timing.heartbeat_ms)
 
@@ -294,50 +321,70 @@ def run_once(
         ]
 
     hb = timing.heartbeat_ms / 1000.0
-    with GroupDriver(bootstrap, tag, topic, timing=timing) as group:
-        producer = group.start_producer(rate=rate)
-        members = start(range(3 if scenario == "scale-out" else 6))
-        group.wait_settled(120, balanced=True)
+    # Larger groups start and settle slower on a small machine (every member a process).
+    settle_timeout = 120 + 2 * members
+    total = sum(layout)
+    with GroupDriver(bootstrap, tag, names, timing=timing) as group:
+        producers = [group.start_producer(rate=rate * count / total, topic=n) for n, count in zip(names, layout)]
+        ids = start(range(members - change if scenario == "scale-out" else members))
+        group.wait_settled(settle_timeout, balanced=True)
+        held = scenario == "scale-out" and held_newcomers
+        newcomers = start(range(members - change, members), hold=True) if held else []
+        for newcomer in newcomers:
+            group.wait_ready(newcomer, 90)
+        usage_before, usage_from = group.member_usage(), time.monotonic()
         time.sleep(steady_s)
+        usage_after, usage_span = group.member_usage(), time.monotonic() - usage_from
+        rss_mb = sum(rss for rss, _ in usage_after.values()) / 2**20
+        cpu_pct = 100 * sum(cpu - usage_before[m][1] for m, (_, cpu) in usage_after.items() if m in usage_before)
+        cpu_pct /= usage_span
         if scenario == "scale-out":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
-            start(range(3, 6))
-            group.wait_settled(120, balanced=True)
+            if held:
+                for newcomer in newcomers:
+                    group.release_member(newcomer)
+            else:
+                start(range(members - change, members))
+            group.wait_settled(settle_timeout, balanced=True)
         elif scenario == "scale-in":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
-            group.stop_members(members[3:])
-            group.wait_settled(120, balanced=True)
+            group.stop_members(ids[members - change :])
+            group.wait_settled(settle_timeout, balanced=True)
         elif scenario == "crash":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
-            group.crash_member(members[-1])
-            group.wait_settled(120, balanced=True)
+            group.crash_member(ids[-1])
+            group.wait_settled(settle_timeout, balanced=True)
         else:
             steps = []
-            for slot, member in enumerate(members):
+            for slot, member in enumerate(ids[:sample]):
                 (replacement,) = start(range(slot, slot + 1), hold=True)
                 group.wait_ready(replacement, 90)
                 _wait_for_phase(group, hb, phase)
                 steps.append(time.time())
                 group.hand_over(member, replacement)
-                group.wait_settled(120, balanced=True)
+                group.wait_settled(settle_timeout, balanced=True)
         time.sleep(steady_s)
         end = time.time()
-        producer.stop()
+        for producer in producers:
+            producer.stop()
         try:
-            events = group.wait_all_processed(producer, 60)
+            for producer in producers:
+                group.wait_all_processed(producer, 60)
         except TimeoutError as exc:
             log.warning("%s %s: not every record processed: %s", scenario, mode, str(exc).splitlines()[0])
-            events = group.events()
-        produced = producer.produced()
+        events = group.events()
+        produced = {tp: offsets for producer in producers for tp, offsets in producer.produced().items()}
         result = replace(
             measure(
                 scenario, mode, events, steps, end, partitions=group.partitions, produced=produced, steady_s=steady_s
             ),
             profile=profile,
             phase=round(phase, 3),
+            members_rss_mb=round(rss_mb, 1),
+            members_cpu_pct=round(cpu_pct, 1),
         )
         if record is not None:
             _record(
@@ -352,7 +399,12 @@ def run_once(
                     "profile": profile,
                     "phase": round(phase, 3),
                     "broker": broker,
-                    "partitions": partitions,
+                    "partitions": total,
+                    "topics": layout,
+                    "members": members,
+                    "change": change,
+                    "restart_sample": sample,
+                    "held_newcomers": held_newcomers,
                     "rate": rate,
                     "triggers": steps,
                     "end": end,
@@ -370,7 +422,7 @@ def _record(
     path.mkdir(parents=True, exist_ok=True)
     # Positions reports are left out: the callbacks and processed ranges are what replays need.
     kept = [e for e in events if e.ev != "progress"]
-    write_events(path / "events.jsonl.gz", kept, single_topic=group.topics[0])
+    write_events(path / "events.jsonl.gz", kept, single_topic=group.topics[0] if len(group.topics) == 1 else None)
     meta |= {
         "kind": spec.kind,
         "strategy": spec.strategy,

@@ -526,6 +526,23 @@ class GroupDriver:
             m.member_id for m in self._members.values() if m.proc.poll() is None and not m.stopping and not m.crashed
         )
 
+    def member_usage(self) -> dict[str, tuple[int, float]]:
+        """Live member -> (resident memory in bytes, CPU seconds used so far) of its process, read from
+        ``/proc`` (Linux; empty elsewhere). A member that exits meanwhile is left out."""
+        out: dict[str, tuple[int, float]] = {}
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        for member_id in self.live_members():
+            pid = self._members[member_id].proc.pid
+            try:
+                # after the command's closing parenthesis: state is field 3, utime/stime fields 14/15
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            out[member_id] = (resident_pages * page, (int(fields[11]) + int(fields[12])) / tick)
+        return out
+
     def failed_members(self) -> list[str]:
         """Members that exited on their own (not stopped, not crashed on purpose)."""
         return sorted(
