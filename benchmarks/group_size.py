@@ -134,6 +134,59 @@ def format_tables(
     return "\n".join(lines)
 
 
+def load_runs(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[RunResult]]:
+    """The cells of earlier ``--json`` outputs, merged (runs of the same cell from several files add up)."""
+    fields = set(RunResult.__dataclass_fields__)
+    cells: dict[tuple[int, str, str, str], list[RunResult]] = {}
+    for path in paths:
+        for run in json.loads(path.read_text())["runs"]:
+            key = (run["members"], run["profile"], run["scenario"], run["mode"])
+            cells.setdefault(key, []).append(RunResult(**{k: v for k, v in run.items() if k in fields}))
+    return cells
+
+
+def draw_figure(cells: Mapping[tuple[int, str, str, str], Sequence[RunResult]], path: Path, profile: str) -> None:
+    """Unowned partition-seconds and settle time (means, with the 90th percentile as a whisker) against the
+    group size, one line per mode, one column per scenario."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    scenarios = [s for s in SCENARIOS if any(k[1] == profile and k[2] == s for k in cells)]
+    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.2 * len(scenarios), 6.4), squeeze=False)
+    for col, scenario in enumerate(scenarios):
+        for row, (metric, label) in enumerate((("unowned_ps", "unowned partition-s"), ("settle_s", "settle s"))):
+            ax = axes[row][col]
+            for mode in MODES:
+                sizes = sorted(n for n, p, s, m in cells if (p, s, m) == (profile, scenario, mode))
+                if not sizes:
+                    continue
+                stats = [summary([getattr(r, metric) for r in cells[(n, profile, scenario, mode)]]) for n in sizes]
+                means = [st["mean"] for st in stats]
+                ax.errorbar(
+                    sizes,
+                    means,
+                    yerr=[[0] * len(stats), [st["p90"] - st["mean"] for st in stats]],
+                    marker="o",
+                    capsize=3,
+                    label=SHORT[mode],
+                )
+            ax.set_xscale("log")
+            ax.set_xticks(sorted(LAYOUTS), [f"{n}\n({sum(LAYOUTS[n])} p)" for n in sorted(LAYOUTS)])
+            ax.minorticks_off()
+            if metric == "unowned_ps":
+                ax.set_yscale("log")
+                ax.set_title(scenario)
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"rebalance cost against group size ({profile} processing; mean, whisker to the 90th percentile)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else ("1.00" if a == b else "inf")
 
@@ -185,7 +238,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--record", type=Path, default=None, help="write each run's timeline to DIR/n<members>-<profile>-..."
     )
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="run nothing: print the table of earlier --json outputs, merged",
+    )
+    ap.add_argument("--figure", type=Path, default=None, help="also draw the figure (PNG) of the runs here")
     args = ap.parse_args(argv)
+    if args.from_json:
+        missing = [str(p) for p in args.from_json if not p.is_file()]
+        if missing:
+            ap.error(f"no such file: {', '.join(missing)}")
+        cells = load_runs(args.from_json)
+        print(format_tables(cells, {}))
+        if args.figure:
+            draw_figure(cells, args.figure, args.profiles[0])
+        return 0
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -258,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{result.members_cpu_pct:.0f}% CPU"
                 )
     table = format_tables(cells, failures)
+    if args.figure and cells:
+        draw_figure(cells, args.figure, args.profiles[0])
     print(
         f"\nsession {args.session_ms} ms, heartbeat {args.heartbeat_ms} ms, {args.rate_per_partition:g} records/s "
         f"per partition (at most {args.max_rate:g}); {time.time() - started:.0f} s in all\n"

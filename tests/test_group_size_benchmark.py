@@ -71,3 +71,39 @@ def test_command_line_rejects_an_unknown_size_in_one_line() -> None:
     assert res.returncode == 2
     assert "unknown size [48]; choose from 6, 24, 96" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_earlier_runs_merge_into_one_table_and_a_figure(tmp_path: Path) -> None:
+    import json
+    from dataclasses import asdict
+
+    def saved(name: str, unowned: float) -> Path:
+        runs = [
+            {"members": n, "profile": "instant", "scenario": "scale-out", "mode": m, **asdict(row(m, unowned * n, 1.0))}
+            for n in (6, 24)
+            for m in ("eager", "cooperative+fast-follow-up")
+        ]
+        path = tmp_path / name
+        path.write_text(json.dumps({"runs": runs}))
+        return path
+
+    figure = tmp_path / "sizes.png"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.group_size",
+            "--from-json",
+            str(saved("a.json", 1.0)),
+            str(saved("b.json", 3.0)),
+        ]
+        + ["--figure", str(figure)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    # two runs per cell, one from each file: 24 and 72 at 24 members
+    assert "| 24 | 240 | instant | scale-out | eager | 2 | 48.00 |" in res.stdout
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
