@@ -105,6 +105,8 @@ class Mode:
     group_protocol: str | None = None
     #: Java members only: the kafka-clients release (``None``: the reference 3.9.1).
     kafka_clients: str | None = None
+    #: Consumer protocol only: the group's ``consumer.assignment.interval.ms`` (``None``: the broker's, 1 s).
+    assignment_interval_ms: int | None = None
 
 
 MODES = {
@@ -117,6 +119,10 @@ MODES = {
     "java-cooperative": Mode("cooperative-sticky", kind="java"),
     "librdkafka-cooperative": Mode("cooperative-sticky", kind="confluent"),
     "consumer": Mode("range", "benchmarks.rebalance:consumer_protocol_consumer", group_protocol="consumer"),
+    # The same with the group's assignment interval at 0: the broker's lever for KIP-848's cost (KIP-1263).
+    "consumer+interval-0": Mode(
+        "range", "benchmarks.rebalance:consumer_protocol_consumer", group_protocol="consumer", assignment_interval_ms=0
+    ),
     "java-consumer": Mode("range", kind="java", group_protocol="consumer", kafka_clients=KIP848_KAFKA_CLIENTS),
     "librdkafka-consumer": Mode("range", kind="confluent", group_protocol="consumer"),
 }
@@ -142,6 +148,7 @@ SHORT = {
     "java-cooperative": "java",
     "librdkafka-cooperative": "rdkafka",
     "consumer": "kip848",
+    "consumer+interval-0": "kip848-i0",
     "java-consumer": "java848",
     "librdkafka-consumer": "rdkafka848",
 }
@@ -302,7 +309,13 @@ def run_once(
     for name, count in zip(names, layout):
         create_topic(bootstrap, name, count)
     if spec.group_protocol is not None:
-        set_consumer_group_timing(bootstrap, tag, session_ms=timing.session_ms, heartbeat_ms=timing.heartbeat_ms)
+        set_consumer_group_timing(
+            bootstrap,
+            tag,
+            session_ms=timing.session_ms,
+            heartbeat_ms=timing.heartbeat_ms,
+            assignment_interval_ms=spec.assignment_interval_ms,
+        )
 
     def start(slots: range, *, hold: bool = False) -> list[str]:
         """Members for these slots; a static mode gives each slot its own group.instance.id, which a
@@ -428,6 +441,7 @@ def _record(
         "strategy": spec.strategy,
         "static": spec.static,
         "group_protocol": spec.group_protocol or "classic",
+        "assignment_interval_ms": spec.assignment_interval_ms,
         "session_ms": timing.session_ms,
         "heartbeat_ms": timing.heartbeat_ms,
         "max_poll_ms": timing.max_poll_ms,

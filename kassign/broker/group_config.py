@@ -78,10 +78,19 @@ def _admin(bootstrap: str):  # noqa: ANN202 - confluent_kafka is imported lazily
 
 
 def set_consumer_group_timing(
-    bootstrap: str, group_id: str, *, session_ms: int, heartbeat_ms: int, timeout: float = 20.0
+    bootstrap: str,
+    group_id: str,
+    *,
+    session_ms: int,
+    heartbeat_ms: int,
+    assignment_interval_ms: int | None = None,
+    timeout: float = 20.0,
 ) -> None:
     """Set ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of ``group_id``
-    (the group need not exist yet).
+    (the group need not exist yet), and with ``assignment_interval_ms`` its
+    ``consumer.assignment.interval.ms``: how often at most the broker computes a new target assignment
+    (KIP-1263, Kafka 4.2+; 1 s by default, bounded by ``group.consumer.min/max.assignment.interval.ms``,
+    0 and 15 s by default).
 
     Raises :class:`NoConsumerGroupProtocol` (a :class:`GroupTimingRefused`) when the broker has no
     consumer group protocol (Kafka before 4.0), :class:`GroupTimingRefused` when it refuses the values
@@ -93,19 +102,22 @@ def set_consumer_group_timing(
 
     if not 0 < heartbeat_ms < session_ms:
         raise ValueError(f"need 0 < heartbeat_ms < session_ms, got {heartbeat_ms} and {session_ms}")
+    if assignment_interval_ms is not None and assignment_interval_ms < 0:
+        raise ValueError(f"need assignment_interval_ms >= 0, got {assignment_interval_ms}")
+    settings = {"consumer.session.timeout.ms": session_ms, "consumer.heartbeat.interval.ms": heartbeat_ms}
+    if assignment_interval_ms is not None:
+        settings["consumer.assignment.interval.ms"] = assignment_interval_ms
     resource = ConfigResource(
         ResourceType.GROUP,
         group_id,
         incremental_configs=[
-            ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET),
-            ConfigEntry(
-                "consumer.heartbeat.interval.ms", str(heartbeat_ms), incremental_operation=AlterConfigOpType.SET
-            ),
+            ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
+            for name, value in settings.items()
         ],
     )
     admin = _admin(bootstrap)  # held until the answer: a collected client destroys its handle mid-request
     futures = admin.incremental_alter_configs([resource], request_timeout=timeout)
-    values = f"consumer.session.timeout.ms={session_ms} and consumer.heartbeat.interval.ms={heartbeat_ms}"
+    values = " and ".join(f"{name}={value}" for name, value in settings.items())
     for future in futures.values():
         try:
             future.result(timeout=timeout)
@@ -138,7 +150,7 @@ def set_consumer_group_timing(
                 reason=reason,
                 out_of_bounds=error.code() == KafkaError.INVALID_CONFIG,
             ) from None
-    log.info("group %s: consumer session timeout %d ms, heartbeat interval %d ms", group_id, session_ms, heartbeat_ms)
+    log.info("group %s: %s", group_id, values)
 
 
 def consumer_group_type(bootstrap: str, group_id: str, *, timeout: float = 20.0) -> str:

@@ -164,3 +164,21 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
     assert owned == {TP(first, 0), TP(first, 1), TP(second, 0)}
     assert all(tp.topic != other for _, parts in calls for tp in parts)
     assert regex == f"{prefix}-.*"
+
+
+def test_the_groups_assignment_interval_is_set_with_its_timing(bootstrap_servers, group_id):
+    """consumer.assignment.interval.ms (KIP-1263), the lever of KIP-848's cost on scale-out
+    (docs/benchmarks.md), is set per group beside the session timeout and heartbeat interval."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    with pytest.raises(ValueError, match="assignment_interval_ms >= 0, got -1"):
+        set_consumer_group_timing(
+            bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=500, assignment_interval_ms=-1
+        )
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=500, assignment_interval_ms=0)
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    (future,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group_id)]).values()
+    configs = {name: entry.value for name, entry in future.result(timeout=20).items()}
+    assert configs["consumer.assignment.interval.ms"] == "0"
+    assert configs["consumer.session.timeout.ms"] == "6000"
+    assert configs["consumer.heartbeat.interval.ms"] == "500"
