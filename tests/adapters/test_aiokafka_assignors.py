@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 pytest.importorskip("aiokafka")
@@ -133,7 +131,8 @@ def test_core_assignor_for_gives_each_consumer_a_fresh_assignor():
         core_assignor_for(object())
 
 
-def test_cooperative_consumer_picks_the_protocol_from_its_assignors():
+@pytest.mark.asyncio
+async def test_cooperative_consumer_picks_the_protocol_from_its_assignors():
     async def protocols():
         out = []
         for strategy in [(CooperativeStickyAssignor,), (RangeAssignor, CooperativeStickyAssignor), (StickyAssignor(),)]:
@@ -143,6 +142,6 @@ def test_cooperative_consumer_picks_the_protocol_from_its_assignors():
             consumer._closed = True
         return out
 
-    assert asyncio.run(protocols()) == [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER, RebalanceProtocol.EAGER]
+    assert await protocols() == [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER, RebalanceProtocol.EAGER]
     with pytest.raises(ValueError, match="must list assignors"):
         CooperativeConsumer(partition_assignment_strategy=())

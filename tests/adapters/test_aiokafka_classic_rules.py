@@ -25,7 +25,6 @@ from tests.adapters.test_aiokafka_cooperative_member import (  # noqa: E402
     StubAssignor,
     _member,
     assignment_bytes,
-    run,
 )
 
 FENCED_INSTANCE_ID, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 82, 22, 25
@@ -99,6 +98,7 @@ def _assert_fenced(coordinator, listener):
             coordinator.check_errors()
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     "answers",
     [
@@ -107,7 +107,7 @@ def _assert_fenced(coordinator, listener):
     ],
     ids=["JoinGroup", "SyncGroup"],
 )
-def test_fenced_instance_id_answering_a_round_is_fencing(answers):
+async def test_fenced_instance_id_answering_a_round_is_fencing(answers):
     async def scenario():
         coordinator, listener = await _networked(FakeCoordinatorClient(**answers), instance_id="static-a")
         with pytest.raises(FencedInstanceIdError):
@@ -115,11 +115,12 @@ def test_fenced_instance_id_answering_a_round_is_fencing(answers):
         _assert_fenced(coordinator, listener)
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path", ["Heartbeat", "SyncGroup"])
-def test_illegal_generation_resets_the_generation_and_keeps_the_member_id(path):
+async def test_illegal_generation_resets_the_generation_and_keeps_the_member_id(path):
     async def scenario():
         if path == "Heartbeat":
             client = FakeCoordinatorClient(HeartbeatRequest=[error(ILLEGAL_GENERATION)])
@@ -137,10 +138,11 @@ def test_illegal_generation_resets_the_generation_and_keeps_the_member_id(path):
         assert coordinator.owned_partitions == frozenset()
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_unknown_member_id_still_resets_the_member_id():
+@pytest.mark.asyncio
+async def test_unknown_member_id_still_resets_the_member_id():
     async def scenario():
         coordinator, _ = await _networked(FakeCoordinatorClient(HeartbeatRequest=[error(UNKNOWN_MEMBER_ID)]))
         coordinator.generation = 4
@@ -148,10 +150,11 @@ def test_unknown_member_id_still_resets_the_member_id():
         assert (coordinator.generation, coordinator.member_id) == (-1, "")
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_no_heartbeat_without_a_generation():
+@pytest.mark.asyncio
+async def test_no_heartbeat_without_a_generation():
     """After the reset that keeps the member id, the heartbeat task (until the rejoin stops it) has no
     generation to heartbeat for: it sends nothing rather than collecting ILLEGAL_GENERATION again."""
 
@@ -162,11 +165,12 @@ def test_no_heartbeat_without_a_generation():
         assert await coordinator._do_heartbeat() is True and client.sent == []
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("join_in_flight", [False, True])
-def test_a_member_with_a_member_id_and_no_generation_leaves(join_in_flight):
+async def test_a_member_with_a_member_id_and_no_generation_leaves(join_in_flight):
     """Closed during its first join (KIP-394 gave it a member id, no generation yet): Java's
     maybeLeaveGroup sends LeaveGroup, so the group does not wait for, or assign to, the member."""
 
@@ -179,11 +183,12 @@ def test_a_member_with_a_member_id_and_no_generation_leaves(join_in_flight):
         assert (coordinator.generation, coordinator.member_id) == (-1, "")
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("member_id, instance_id", [("", None), ("m-1", "static-a")])
-def test_no_leave_without_a_member_id_or_for_a_static_member(member_id, instance_id):
+async def test_no_leave_without_a_member_id_or_for_a_static_member(member_id, instance_id):
     async def scenario():
         client = FakeCoordinatorClient()
         coordinator, _ = await _networked(client, owned=(), instance_id=instance_id)
@@ -192,7 +197,7 @@ def test_no_leave_without_a_member_id_or_for_a_static_member(member_id, instance
         assert client.sent == []
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
 class RackCluster:
@@ -223,8 +228,9 @@ class NoWaitClient:
         pass
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("member_rack", ["r1", None])
-def test_a_rack_aware_leader_rejoins_when_replica_racks_change(member_rack):
+async def test_a_rack_aware_leader_rejoins_when_replica_racks_change(member_rack):
     """KIP-881 (Java's MetadataSnapshot with PartitionRackInfo): the leader of a rack-aware assignment
     rebalances when a partition's replicas move to other racks; without racks only counts matter."""
 
@@ -242,7 +248,7 @@ def test_a_rack_aware_leader_rejoins_when_replica_racks_change(member_rack):
         member._handle_metadata_update(member._cluster)
         return member._rejoin_needed_fut.done()
 
-    assert run(scenario()) is (member_rack is not None)
+    assert await scenario() is (member_rack is not None)
 
 
 class RaisingAssignor(StubAssignor):
@@ -251,7 +257,8 @@ class RaisingAssignor(StubAssignor):
         raise RuntimeError("assignor bug")
 
 
-def test_an_assignor_that_raises_does_not_abort_the_round():
+@pytest.mark.asyncio
+async def test_an_assignor_that_raises_does_not_abort_the_round():
     """Java logs it and completes the round (revocation, install, listener calls), then poll raises it:
     what the member owns is what the consumer fetches."""
 
@@ -270,4 +277,4 @@ def test_an_assignor_that_raises_does_not_abort_the_round():
         member.check_errors()  # once
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()

@@ -56,7 +56,8 @@ def _coordinator(*, closing: bool, rebalance_timeout_ms: int = 30000) -> Kassign
     return c
 
 
-def test_a_commit_issued_before_a_generation_reset_is_never_sent_after_it() -> None:
+@pytest.mark.asyncio
+async def test_a_commit_issued_before_a_generation_reset_is_never_sent_after_it() -> None:
     async def drive():
         c = _coordinator(closing=False)
 
@@ -74,10 +75,11 @@ def test_a_commit_issued_before_a_generation_reset_is_never_sent_after_it() -> N
         await c.commit_offsets(None, {"tp": 7})  # a commit issued now goes out
         return c.sent
 
-    assert asyncio.run(drive()) == [(5, "m-2", {"tp": 7})]
+    assert await drive() == [(5, "m-2", {"tp": 7})]
 
 
-def test_a_closing_members_commit_gives_up_after_the_rebalance_timeout() -> None:
+@pytest.mark.asyncio
+async def test_a_closing_members_commit_gives_up_after_the_rebalance_timeout() -> None:
     async def drive():
         c = _coordinator(closing=True, rebalance_timeout_ms=200)
 
@@ -90,5 +92,5 @@ def test_a_closing_members_commit_gives_up_after_the_rebalance_timeout() -> None
             await asyncio.wait_for(c.commit_offsets(None, {"tp": 1}), 5)
         return time.monotonic() - began, c._client.lookups
 
-    took, lookups = asyncio.run(drive())
+    took, lookups = await drive()
     assert 0.2 <= took < 2 and lookups >= 2  # it kept looking the coordinator up while closing

@@ -25,7 +25,6 @@ from tests.adapters.test_aiokafka_cooperative_member import (  # noqa: E402
     OfflineCoordinator,
     Recorder,
     assignment_bytes,
-    run,
 )
 
 REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 27, 22, 25
@@ -95,8 +94,9 @@ async def _stop(member: Member) -> None:
     await member._stop_commit_offsets_refresh_task()
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("code", [REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION])
-def test_a_commit_meeting_a_rebalance_completes_under_the_new_generation_for_the_kept_partitions(code):
+async def test_a_commit_meeting_a_rebalance_completes_under_the_new_generation_for_the_kept_partitions(code):
     async def scenario():
         client = CommitClient(code)
         member = await _member(client)
@@ -108,11 +108,12 @@ def test_a_commit_meeting_a_rebalance_completes_under_the_new_generation_for_the
         await _stop(member)
         return client.commits, member._rejoin_needed_fut.done()
 
-    commits, rejoin = run(scenario())
+    commits, rejoin = await scenario()
     assert commits == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10})]
 
 
-def test_explicit_offsets_of_a_revoked_partition_are_refused_after_the_kept_ones_are_committed():
+@pytest.mark.asyncio
+async def test_explicit_offsets_of_a_revoked_partition_are_refused_after_the_kept_ones_are_committed():
     async def scenario():
         client = CommitClient(REBALANCE_IN_PROGRESS)
         member = await _member(client)
@@ -124,10 +125,11 @@ def test_explicit_offsets_of_a_revoked_partition_are_refused_after_the_kept_ones
         await _stop(member)
         return client.commits
 
-    assert run(scenario()) == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10})]
+    assert await scenario() == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10})]
 
 
-def test_a_partition_revoked_and_handed_back_is_not_committed_with_its_old_offset():
+@pytest.mark.asyncio
+async def test_a_partition_revoked_and_handed_back_is_not_committed_with_its_old_offset():
     """Revoked in one round and assigned back in the next (the follow-up): another member may have
     consumed it meanwhile, so the offset the commit carried is stale."""
 
@@ -143,10 +145,11 @@ def test_a_partition_revoked_and_handed_back_is_not_committed_with_its_old_offse
         await _stop(member)
         return client.commits
 
-    assert run(scenario()) == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10}), (6, {TP("t", 0): 10})]
+    assert await scenario() == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10}), (6, {TP("t", 0): 10})]
 
 
-def test_a_round_that_does_not_complete_ends_the_wait_at_the_rebalance_timeout():
+@pytest.mark.asyncio
+async def test_a_round_that_does_not_complete_ends_the_wait_at_the_rebalance_timeout():
     async def scenario():
         member = await _member(CommitClient(REBALANCE_IN_PROGRESS), rebalance_timeout_ms=300)
         member._joining = True  # the round hangs
@@ -156,11 +159,12 @@ def test_a_round_that_does_not_complete_ends_the_wait_at_the_rebalance_timeout()
         await _stop(member)
         return time.monotonic() - began, raised.value
 
-    took, error = run(scenario())
+    took, error = await scenario()
     assert 0.3 <= took < 1.5 and error.retriable
 
 
-def test_a_member_whose_session_expired_during_the_wait_gets_commit_failed_naming_it():
+@pytest.mark.asyncio
+async def test_a_member_whose_session_expired_during_the_wait_gets_commit_failed_naming_it():
     """The zombie rule: the heartbeat learns the member is gone while its commit waits for the round."""
 
     async def scenario():
@@ -178,20 +182,22 @@ def test_a_member_whose_session_expired_during_the_wait_gets_commit_failed_namin
         await self._stop_commit_offsets_refresh_task()
 
     Member._round_after_reset = _round_after_reset
-    assert run(scenario()) == [(4, {TP("t", 0): 10})]  # never sent again
+    assert await scenario() == [(4, {TP("t", 0): 10})]  # never sent again
 
 
-def test_a_commit_answered_unknown_member_id_names_the_session():
+@pytest.mark.asyncio
+async def test_a_commit_answered_unknown_member_id_names_the_session():
     async def scenario():
         member = await _member(CommitClient(UNKNOWN_MEMBER_ID))
         with pytest.raises(Errors.CommitFailedError, match="no longer knows member m-1: its session expired"):
             await member.commit_offsets(None, _offsets(p0=10))
         await _stop(member)
 
-    run(scenario())
+    await scenario()
 
 
-def test_a_commit_from_a_rebalance_listener_meeting_a_rebalance_is_retriable_not_a_wait():
+@pytest.mark.asyncio
+async def test_a_commit_from_a_rebalance_listener_meeting_a_rebalance_is_retriable_not_a_wait():
     """The round waits for the listener: the commit cannot wait for the round."""
 
     async def scenario():
@@ -202,10 +208,11 @@ def test_a_commit_from_a_rebalance_listener_meeting_a_rebalance_is_retriable_not
         assert raised.value.retriable
         await _stop(member)
 
-    run(scenario())
+    await scenario()
 
 
-def test_a_stale_illegal_generation_asks_for_no_extra_round():
+@pytest.mark.asyncio
+async def test_a_stale_illegal_generation_asks_for_no_extra_round():
     """Answered after the member's round completed: the commit is retried, no rejoin is requested."""
 
     async def scenario():
@@ -223,11 +230,12 @@ def test_a_stale_illegal_generation_asks_for_no_extra_round():
         await _stop(member)
         return client.commits, member._rejoin_needed_fut.done()
 
-    commits, rejoin = run(scenario())
+    commits, rejoin = await scenario()
     assert commits == [(4, {TP("t", 0): 10}), (5, {TP("t", 0): 10}), (5, {TP("t", 0): 11})] and not rejoin
 
 
-def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming_the_new_instance():
+@pytest.mark.asyncio
+async def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming_the_new_instance():
     async def scenario():
         member = await _member(CommitClient(REBALANCE_IN_PROGRESS))
         member._group_instance_id = "static-a"
@@ -241,10 +249,11 @@ def test_a_static_member_fenced_while_its_commit_waits_gets_commit_failed_naming
             await asyncio.wait_for(commit, 2)
         await _stop(member)
 
-    run(scenario())
+    await scenario()
 
 
-def test_an_auto_commit_refused_for_good_is_tried_again_at_the_next_interval_not_at_once():
+@pytest.mark.asyncio
+async def test_an_auto_commit_refused_for_good_is_tried_again_at_the_next_interval_not_at_once():
     """TOPIC_AUTHORIZATION_FAILED (no READ on the topic): aiokafka raised it and, its deadline
     unchanged, committed again at once, for ever; as Java, the next try is an interval later."""
 
@@ -263,5 +272,5 @@ def test_an_auto_commit_refused_for_good_is_tried_again_at_the_next_interval_not
         await _stop(member)
         return len(client.commits), again
 
-    commits, again = run(scenario())
+    commits, again = await scenario()
     assert commits == 1 and 4.5 < again <= 5.0

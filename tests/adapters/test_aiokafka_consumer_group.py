@@ -233,11 +233,8 @@ def tps(*parts: int) -> set[TP]:
     return {TP(TOPIC, p) for p in parts}
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 30))
-
-
-def test_join_names_topic_ids_assigns_and_acknowledges():
+@pytest.mark.asyncio
+async def test_join_names_topic_ids_assigns_and_acknowledges():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener)
@@ -246,7 +243,7 @@ def test_join_names_topic_ids_assigns_and_acknowledges():
         await coord.close()
         return group, listener, subscription, coord
 
-    group, listener, subscription, coord = run(scenario())
+    group, listener, subscription, coord = await asyncio.wait_for(scenario(), 30)
     join = group.heartbeats[0]
     assert join.member_epoch == 0 and join.subscribed_topic_names == [TOPIC] and join.server_assignor == "uniform"
     assert join.topic_partitions == [] and join.rebalance_timeout_ms == 300000 and join.member_id == coord.member_id
@@ -259,7 +256,8 @@ def test_join_names_topic_ids_assigns_and_acknowledges():
     assert listener.calls[-1] == ("revoked", tps(0, 1))
 
 
-def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoch():
+@pytest.mark.asyncio
+async def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoch():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         group.target = [0, 1, 2]
@@ -287,7 +285,7 @@ def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoc
         await coord.close()
         return group, listener, now, position
 
-    group, listener, now, position = run(scenario())
+    group, listener, now, position = await asyncio.wait_for(scenario(), 30)
     commit = group.commits[0]
     assert commit.generation_id_or_member_epoch == 2 and commit.member_id
     assert [
@@ -298,7 +296,8 @@ def test_revocation_commits_first_keeps_positions_and_acknowledges_with_the_epoc
     assert listener.calls[revoke_at + 1] == ("assigned", set()), "on_partitions_assigned follows, with nothing new"
 
 
-def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
+@pytest.mark.asyncio
+async def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener)
@@ -318,7 +317,7 @@ def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
         await coord.close()
         return group, listener, commits
 
-    group, listener, commits = run(scenario())
+    group, listener, commits = await asyncio.wait_for(scenario(), 30)
     assert commits == 0, "lost partitions are not committed"
     lost_at = listener.calls.index(("lost", tps(0, 1)))
     assert ("revoked", tps(0, 1)) not in listener.calls[:lost_at]
@@ -326,7 +325,8 @@ def test_fencing_loses_partitions_uncommitted_and_rejoins_at_epoch_0():
     assert rejoin.subscribed_topic_names == [TOPIC] and rejoin.topic_partitions == []
 
 
-def test_commits_carry_the_member_epoch_and_fenced_ones_fail():
+@pytest.mark.asyncio
+async def test_commits_carry_the_member_epoch_and_fenced_ones_fail():
     async def scenario():
         group = FakeGroupCoordinator()
         group.epoch = 7
@@ -352,13 +352,14 @@ def test_commits_carry_the_member_epoch_and_fenced_ones_fail():
         await coord.close()
         return group, sent, after
 
-    group, sent, after = run(scenario())
+    group, sent, after = await asyncio.wait_for(scenario(), 30)
     first = group.commits[0]
     assert first.generation_id_or_member_epoch == 7 and first.topics[0].partitions[0].committed_metadata == "m"
     assert after == sent, "a member without an epoch sends no commit"
 
 
-def test_committed_offsets_are_read_with_the_member_epoch_and_a_stale_one_is_retried():
+@pytest.mark.asyncio
+async def test_committed_offsets_are_read_with_the_member_epoch_and_a_stale_one_is_retried():
     """OffsetFetch v9+ as Java's consumer sends it: member id and epoch, require_stable; the broker's
     STALE_MEMBER_EPOCH is retried (after the heartbeat has caught up), UNKNOWN_MEMBER_ID raised."""
 
@@ -375,15 +376,16 @@ def test_committed_offsets_are_read_with_the_member_epoch_and_a_stale_one_is_ret
         await coord.close()
         return group, offsets
 
-    group, offsets = run(scenario())
+    group, offsets = await asyncio.wait_for(scenario(), 30)
     assert offsets == {TP(TOPIC, 1): OffsetAndMetadata(41, "x")}  # partition 0 has no committed offset
     first, retried = group.fetches[0], group.fetches[1]
     assert first.require_stable and first.groups[0].member_epoch == 5 and first.groups[0].member_id
     assert retried.groups[0].member_epoch == 5 and retried.groups[0].topics[0].partition_indexes == [0, 1]
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("code, name", [(111, "UNRELEASED_INSTANCE_ID"), (81, "GROUP_MAX_SIZE_REACHED")])
-def test_fatal_errors_reach_the_application(code, name):
+async def test_fatal_errors_reach_the_application(code, name):
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         group.next_error = code
@@ -400,13 +402,14 @@ def test_fatal_errors_reach_the_application(code, name):
         await coord.close()
         return raised.value, silent, group
 
-    error, silent, group = run(scenario())
+    error, silent, group = await asyncio.wait_for(scenario(), 30)
     assert error.error == name and silent, "a failed member stops heartbeating"
     assert group.heartbeats[0].instance_id == "i-1"
     assert all(h.member_epoch >= 0 for h in group.heartbeats), "a failed member does not leave"
 
 
-def test_a_broker_without_the_protocol_is_named_in_the_error():
+@pytest.mark.asyncio
+async def test_a_broker_without_the_protocol_is_named_in_the_error():
     async def scenario():
         coord, subscription = coordinator(FakeGroupCoordinator(supports_848=False))
         with pytest.raises(GroupProtocolError) as raised:
@@ -414,14 +417,15 @@ def test_a_broker_without_the_protocol_is_named_in_the_error():
         await coord.close()
         return raised.value
 
-    error = run(scenario())
+    error = await asyncio.wait_for(scenario(), 30)
     assert error.error == "UNSUPPORTED_VERSION"
     assert "node 1 (fake-broker:9092)" in str(error) and "group_protocol='classic'" in str(error)
     assert "ConsumerGroupHeartbeatRequest (API key 68)" in str(error)  # the client-side refusal, kept
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("instance_id, epoch", [(None, -1), ("i-1", -2)])
-def test_close_revokes_then_leaves(instance_id, epoch):
+async def test_close_revokes_then_leaves(instance_id, epoch):
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener, group_instance_id=instance_id)
@@ -429,7 +433,7 @@ def test_close_revokes_then_leaves(instance_id, epoch):
         await coord.close()
         return group, listener
 
-    group, listener = run(scenario())
+    group, listener = await asyncio.wait_for(scenario(), 30)
     leave = group.heartbeats[-1]
     assert leave.member_epoch == epoch and leave.instance_id == instance_id
     assert leave.subscribed_topic_names is None and leave.topic_partitions is None
@@ -439,19 +443,18 @@ def test_close_revokes_then_leaves(instance_id, epoch):
 # -- CooperativeConsumer's arguments ---------------------------------------------------------------
 
 
-def _consumer(**kwargs):
-    async def make():
-        return CooperativeConsumer(bootstrap_servers="localhost:1", group_id="g", **kwargs)
-
-    return asyncio.run(make())
+async def _consumer(**kwargs):
+    return CooperativeConsumer(bootstrap_servers="localhost:1", group_id="g", **kwargs)
 
 
-def test_consumer_protocol_arguments_are_accepted():
-    c = _consumer(group_protocol="consumer", group_remote_assignor="range")
+@pytest.mark.asyncio
+async def test_consumer_protocol_arguments_are_accepted():
+    c = await _consumer(group_protocol="consumer", group_remote_assignor="range")
     assert c.group_protocol == "consumer" and c.rebalance_protocol is RebalanceProtocol.COOPERATIVE
-    assert _consumer().group_protocol == "classic"
+    assert (await _consumer()).group_protocol == "classic"
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -471,12 +474,13 @@ def test_consumer_protocol_arguments_are_accepted():
         "heartbeat interval",
     ],
 )
-def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, message):
+async def test_consumer_protocol_arguments_refused_as_java_refuses_them(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        _consumer(**kwargs)
+        await _consumer(**kwargs)
 
 
-def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
+@pytest.mark.asyncio
+async def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
     """A zombie's commit that waits (here: behind the commit lock) while the member is fenced and joins
     again must fail, not be sent with the new epoch: its partitions were another member's meanwhile."""
 
@@ -505,19 +509,20 @@ def test_a_commit_issued_before_fencing_never_goes_out_under_the_new_epoch():
         await coord.close()
         return group
 
-    group = run(scenario())
+    group = await asyncio.wait_for(scenario(), 30)
     assert group.commits == [], "the late commit reached the broker"
 
 
 # -- issue #26: Java's heartbeat and membership rules, through the aiokafka coordinator -----------------
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     "failure",
     ["lost", 14, 15, 16],
     ids=["connection lost", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"],
 )
-def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(failure):
+async def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(failure):
     """The coordinator asks for a 3 s interval; the acknowledgement (heartbeat 1) fails: the retry goes
     after the 10 ms retry backoff (or at once once the coordinator is found), not 3 s later."""
 
@@ -533,12 +538,13 @@ def test_a_failed_heartbeat_is_retried_after_the_backoff_not_the_interval(failur
         await coord.close()
         return group
 
-    group = run(scenario())
+    group = await asyncio.wait_for(scenario(), 30)
     assert group.sent_at[2] - group.sent_at[1] < 0.5
     assert group.heartbeats[2].topic_partitions is not None  # full again, owned partitions included
 
 
-def test_topic_authorization_failure_is_raised_once_and_the_member_carries_on():
+@pytest.mark.asyncio
+async def test_topic_authorization_failure_is_raised_once_and_the_member_carries_on():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         group.interval_ms = 50
@@ -555,13 +561,14 @@ def test_topic_authorization_failure_is_raised_once_and_the_member_carries_on():
         await coord.close()
         return raised.value, state, owned, listener
 
-    error, state, owned, listener = run(scenario())
+    error, state, owned, listener = await asyncio.wait_for(scenario(), 30)
     assert isinstance(error, GroupProtocolError) and error.error == "TOPIC_AUTHORIZATION_FAILED"
     assert state is MemberState.STABLE and owned == tps(0, 1)
     assert not any(call[0] == "lost" for call in listener.calls)
 
 
-def test_group_authorization_failure_on_a_heartbeat_is_aiokafkas_error_class():
+@pytest.mark.asyncio
+async def test_group_authorization_failure_on_a_heartbeat_is_aiokafkas_error_class():
     async def scenario():
         group = FakeGroupCoordinator()
         group.errors_at = {0: 30}
@@ -573,11 +580,12 @@ def test_group_authorization_failure_on_a_heartbeat_is_aiokafkas_error_class():
         await coord.close()
         return raised.value
 
-    error = run(scenario())
+    error = await asyncio.wait_for(scenario(), 30)
     assert isinstance(error, GroupProtocolError) and error.error == "GROUP_AUTHORIZATION_FAILED"
 
 
-def test_group_authorization_failure_finding_the_coordinator_is_aiokafkas_error_without_a_traceback(caplog):
+@pytest.mark.asyncio
+async def test_group_authorization_failure_finding_the_coordinator_is_aiokafkas_error_without_a_traceback(caplog):
     async def scenario():
         group = FakeGroupCoordinator()
         group.lookup_error = Errors.GroupAuthorizationFailedError()
@@ -588,11 +596,12 @@ def test_group_authorization_failure_finding_the_coordinator_is_aiokafkas_error_
         await until(lambda: subscription.subscription.assignment is not None, what="joined after all")
         await coord.close()
 
-    run(scenario())
+    await asyncio.wait_for(scenario(), 30)
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
-def test_group_authorization_failure_fetching_committed_offsets_is_raised_once_as_aiokafkas_error(caplog):
+@pytest.mark.asyncio
+async def test_group_authorization_failure_fetching_committed_offsets_is_raised_once_as_aiokafkas_error(caplog):
     async def scenario():
         group = FakeGroupCoordinator()
         coord, subscription = coordinator(group, enable_auto_commit=False)
@@ -605,11 +614,12 @@ def test_group_authorization_failure_fetching_committed_offsets_is_raised_once_a
         coord.check_errors()
         await coord.close()
 
-    run(scenario())
+    await asyncio.wait_for(scenario(), 30)
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
-def test_the_leave_does_not_wait_for_a_heartbeat_in_flight():
+@pytest.mark.asyncio
+async def test_the_leave_does_not_wait_for_a_heartbeat_in_flight():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener)
@@ -623,12 +633,13 @@ def test_the_leave_does_not_wait_for_a_heartbeat_in_flight():
         group.stall.set()
         return group, took
 
-    group, took = run(scenario())
+    group, took = await asyncio.wait_for(scenario(), 30)
     assert group.heartbeats[-1].member_epoch == -1, "the leave never went out"
     assert took < 2.0
 
 
-def test_group_id_not_found_answering_a_leave_lets_the_consumer_subscribe_again():
+@pytest.mark.asyncio
+async def test_group_id_not_found_answering_a_leave_lets_the_consumer_subscribe_again():
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         coord, subscription = coordinator(group, listener)
@@ -643,4 +654,4 @@ def test_group_id_not_found_answering_a_leave_lets_the_consumer_subscribe_again(
         await coord.close()
         return coord
 
-    assert run(scenario()).member.fatal_error is None
+    assert (await asyncio.wait_for(scenario(), 30)).member.fatal_error is None

@@ -26,7 +26,6 @@ from tests.adapters.test_aiokafka_consumer_group import (  # noqa: E402
     FakeGroupCoordinator,
     Recorder,
     coordinator,
-    run,
     tps,
     until,
 )
@@ -57,7 +56,8 @@ async def joined(group: FakeGroupCoordinator, listener: Recorder | None = None, 
     return coord, subscription
 
 
-def test_a_commit_answered_stale_member_epoch_completes_under_the_new_epoch():
+@pytest.mark.asyncio
+async def test_a_commit_answered_stale_member_epoch_completes_under_the_new_epoch():
     async def scenario():
         group = FakeGroupCoordinator()
         group.epoch = 7
@@ -72,12 +72,13 @@ def test_a_commit_answered_stale_member_epoch_completes_under_the_new_epoch():
         await coord.close()
         return group
 
-    group = run(scenario())
+    group = await asyncio.wait_for(scenario(), 30)
     assert committed(group) == [(7, {0: 5, 1: 9}), (8, {0: 5, 1: 9})]
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("consumed", [False, True], ids=["explicit-offsets", "consumed-positions"])
-def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(consumed):
+async def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(consumed):
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         group.epoch = 7
@@ -106,7 +107,7 @@ def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(co
         await coord.close()
         return group, error
 
-    group, error = run(scenario())
+    group, error = await asyncio.wait_for(scenario(), 30)
     assert committed(group) == [(7, {0: 5, 1: 9}), (8, {0: 5})]
     if consumed:
         assert error is None  # commit(): the consumed positions of what it still has
@@ -115,7 +116,8 @@ def test_a_partition_revoked_while_the_commit_waited_is_never_committed_after(co
         assert "max_poll_interval" not in str(error)
 
 
-def test_no_newer_epoch_within_the_rebalance_timeout_is_a_retriable_rebalance_in_progress():
+@pytest.mark.asyncio
+async def test_no_newer_epoch_within_the_rebalance_timeout_is_a_retriable_rebalance_in_progress():
     async def scenario():
         group = FakeGroupCoordinator()
         group.epoch = 7
@@ -130,13 +132,14 @@ def test_no_newer_epoch_within_the_rebalance_timeout_is_a_retriable_rebalance_in
         await coord.close()
         return group, caught.value, waited
 
-    group, error, waited = run(scenario())
+    group, error, waited = await asyncio.wait_for(scenario(), 30)
     assert error.retriable and "STALE_MEMBER_EPOCH" in str(error)
     assert 0.3 < waited < 5
     assert len(group.commits) == 1
 
 
-def test_a_commit_issued_before_a_fencing_names_the_fencing():
+@pytest.mark.asyncio
+async def test_a_commit_issued_before_a_fencing_names_the_fencing():
     async def scenario():
         group = FakeGroupCoordinator()
         group.epoch = 7
@@ -154,12 +157,13 @@ def test_a_commit_issued_before_a_fencing_names_the_fencing():
         await coord.close()
         return group, caught.value
 
-    group, error = run(scenario())
+    group, error = await asyncio.wait_for(scenario(), 30)
     assert "FENCED_MEMBER_EPOCH" in str(error) and "max_poll_interval" not in str(error)
     assert len(group.commits) == 1, "nothing is committed for a member that lost its partitions"
 
 
-def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit_names_why(caplog):
+@pytest.mark.asyncio
+async def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit_names_why(caplog):
     async def scenario():
         group, listener = FakeGroupCoordinator(), Recorder()
         with caplog.at_level(logging.WARNING, logger="kassign"):
@@ -175,14 +179,15 @@ def test_a_member_past_max_poll_interval_leaves_says_so_once_and_its_late_commit
         await coord.close()
         return listener, warnings, caught.value, leaves, len(group.commits)
 
-    listener, warnings, error, leaves, commits = run(scenario())
+    listener, warnings, error, leaves, commits = await asyncio.wait_for(scenario(), 30)
     assert len([w for w in warnings if "max_poll_interval_ms=300" in w]) == 1, warnings
     assert "max_poll_interval_ms=300 exceeded" in str(error)
     assert len(leaves) == 1 and commits == 0
     assert not [c for c in listener.calls if c[0] == "revoked"]
 
 
-def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
+@pytest.mark.asyncio
+async def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
     """No READ on the topic: every auto-commit answered TOPIC_AUTHORIZATION_FAILED. One attempt per
     auto-commit interval (Java's pace), not one per retry backoff."""
 
@@ -204,5 +209,5 @@ def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
         await coord.close()
         return attempts
 
-    attempts = run(scenario())
+    attempts = await asyncio.wait_for(scenario(), 30)
     assert 1 <= attempts <= 4, attempts  # about one a second; a retry loop made ~25 (retry_backoff_ms=10: ~250)

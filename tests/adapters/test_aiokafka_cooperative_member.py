@@ -89,11 +89,8 @@ async def _member(protocol=COOPERATIVE, auto_commit=True, listener=None):
     return OfflineCoordinator(subscription, protocol, auto_commit), listener
 
 
-def run(coro):
-    return asyncio.run(coro)
-
-
-def test_cooperative_join_complete_moves_only_the_difference_and_keeps_positions():
+@pytest.mark.asyncio
+async def test_cooperative_join_complete_moves_only_the_difference_and_keeps_positions():
     async def scenario():
         member, listener = await _member()
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1), ("t", 2)))
@@ -120,10 +117,11 @@ def test_cooperative_join_complete_moves_only_the_difference_and_keeps_positions
         assert member._assignors[0].assignments[-1][1] == 2
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_cooperative_join_with_nothing_new_still_calls_assigned_with_no_partitions():
+@pytest.mark.asyncio
+async def test_cooperative_join_with_nothing_new_still_calls_assigned_with_no_partitions():
     async def scenario():
         member, listener = await _member()
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
@@ -132,10 +130,11 @@ def test_cooperative_join_with_nothing_new_still_calls_assigned_with_no_partitio
         assert not member._rejoin_needed_fut.done()
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_join_metadata_carries_the_generation_of_the_owned_partitions_not_of_the_last_join():
+@pytest.mark.asyncio
+async def test_join_metadata_carries_the_generation_of_the_owned_partitions_not_of_the_last_join():
     from kassign.adapters.aiokafka.group_protocol import member_metadata
     from kassign.protocol import decode_subscription
 
@@ -163,10 +162,11 @@ def test_join_metadata_carries_the_generation_of_the_owned_partitions_not_of_the
         assert decode_subscription(member.join_metadata(assignor, ["t"])).generation_id is None
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_cooperative_round_that_changes_nothing_keeps_the_fetch_state():
+@pytest.mark.asyncio
+async def test_cooperative_round_that_changes_nothing_keeps_the_fetch_state():
     async def scenario():
         member, listener = await _member()
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
@@ -183,10 +183,11 @@ def test_cooperative_round_that_changes_nothing_keeps_the_fetch_state():
         assert member._subscription.subscription.assignment is not first and not first.active
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_lost_partitions_go_to_on_partitions_lost_without_commit():
+@pytest.mark.asyncio
+async def test_lost_partitions_go_to_on_partitions_lost_without_commit():
     async def scenario():
         member, listener = await _member()
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
@@ -198,10 +199,11 @@ def test_lost_partitions_go_to_on_partitions_lost_without_commit():
         assert member._subscription.subscription.assignment.tps == frozenset()
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_lost_falls_back_to_on_partitions_revoked_for_listeners_without_it():
+@pytest.mark.asyncio
+async def test_lost_falls_back_to_on_partitions_revoked_for_listeners_without_it():
     async def scenario():
         member, listener = await _member(listener=PlainRecorder())
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
@@ -210,10 +212,11 @@ def test_lost_falls_back_to_on_partitions_revoked_for_listeners_without_it():
         assert listener.calls[-1] == ("revoked", {TP("t", 0)}) and member.committed == []
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_a_raising_listener_does_not_stop_the_rebalance():
+@pytest.mark.asyncio
+async def test_a_raising_listener_does_not_stop_the_rebalance():
     async def scenario():
         member, listener = await _member(listener=RaisingRecorder())
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
@@ -222,10 +225,11 @@ def test_a_raising_listener_does_not_stop_the_rebalance():
         assert member._subscription.subscription.assignment.tps == {TP("t", 0)}
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_cooperative_prepare_keeps_partitions_and_eager_prepare_revokes_all():
+@pytest.mark.asyncio
+async def test_cooperative_prepare_keeps_partitions_and_eager_prepare_revokes_all():
     async def scenario():
         coop, coop_listener = await _member(COOPERATIVE)
         await coop._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0)))
@@ -242,10 +246,11 @@ def test_cooperative_prepare_keeps_partitions_and_eager_prepare_revokes_all():
         for member in (coop, eager):
             await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_subscription_change_revokes_only_the_unsubscribed_topic_and_keeps_consuming_the_rest():
+@pytest.mark.asyncio
+async def test_subscription_change_revokes_only_the_unsubscribed_topic_and_keeps_consuming_the_rest():
     async def scenario():
         member, listener = await _member()
         member._subscription.subscription._topics = frozenset({"t", "u"})
@@ -258,7 +263,7 @@ def test_subscription_change_revokes_only_the_unsubscribed_topic_and_keeps_consu
         assert now.tps == {TP("t", 0)} and now.state_value(TP("t", 0)).position == 7
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
 class FakeCommitClient:
@@ -293,31 +298,35 @@ async def _commit_with(error_code, during=None, joining=False):
     return member, raised.value
 
 
-def test_commit_illegal_generation_keeps_membership_and_rejoins():
-    member, error = run(_commit_with(22))
+@pytest.mark.asyncio
+async def test_commit_illegal_generation_keeps_membership_and_rejoins():
+    member, error = await _commit_with(22)
     assert type(error).__name__ == "IllegalGenerationError"
     assert (member.generation, member.member_id) == (1, "m-1") and member._rejoin_needed_fut.done()
 
 
-def test_commit_unknown_member_resets_only_if_the_generation_is_unchanged():
-    member, _ = run(_commit_with(25))
+@pytest.mark.asyncio
+async def test_commit_unknown_member_resets_only_if_the_generation_is_unchanged():
+    member, _ = await _commit_with(25)
     assert (member.generation, member.member_id) == (-1, "")
 
     def join_answers(m):  # the JoinGroup answer lands while the commit is in flight
         m.generation = 2
 
-    member, _ = run(_commit_with(25, during=join_answers))
+    member, _ = await _commit_with(25, during=join_answers)
     assert (member.generation, member.member_id) == (2, "m-1")
 
 
-def test_commit_rebalance_in_progress_during_a_join_asks_for_no_extra_round():
-    member, _ = run(_commit_with(27, joining=True))
+@pytest.mark.asyncio
+async def test_commit_rebalance_in_progress_during_a_join_asks_for_no_extra_round():
+    member, _ = await _commit_with(27, joining=True)
     assert not member._rejoin_needed_fut.done()
-    member, _ = run(_commit_with(27, joining=False))
+    member, _ = await _commit_with(27, joining=False)
     assert member._rejoin_needed_fut.done()
 
 
-def test_a_listener_exception_reaches_the_application_once_from_the_next_poll():
+@pytest.mark.asyncio
+async def test_a_listener_exception_reaches_the_application_once_from_the_next_poll():
     async def scenario():
         member, listener = await _member(listener=RaisingRecorder())
         await member._on_join_complete(1, "m-1", "cooperative-sticky", assignment_bytes(("t", 0), ("t", 1)))
@@ -331,10 +340,11 @@ def test_a_listener_exception_reaches_the_application_once_from_the_next_poll():
         member.check_errors()  # raised once only
         await member._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_a_slow_listener_is_warned_about(caplog, monkeypatch):
+@pytest.mark.asyncio
+async def test_a_slow_listener_is_warned_about(caplog, monkeypatch):
     import kassign.adapters.aiokafka.handover as handover
 
     class SlowRecorder(Recorder):
@@ -350,5 +360,5 @@ def test_a_slow_listener_is_warned_about(caplog, monkeypatch):
         await member._stop_commit_offsets_refresh_task()
 
     with caplog.at_level("WARNING", logger="kassign.adapters.aiokafka.handover"):
-        run(scenario())
+        await scenario()
     assert any("took" in r.getMessage() and "on_partitions_assigned" in r.getMessage() for r in caplog.records)

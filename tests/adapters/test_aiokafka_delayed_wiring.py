@@ -91,31 +91,29 @@ def _follow(coordinator, assignor, user_data) -> None:
     coordinator._reschedule_rejoin(assignor, outcome.rejoin_after_s)
 
 
-def _after_a_delayed_assignment(scenario):
-    """Run ``scenario(coordinator, member, user_data)`` on a loop, once member "b"'s coordinator has
-    followed an assignment whose user data holds a 100 ms delay."""
+async def _after_a_delayed_assignment(scenario):
+    """Await ``scenario(coordinator, member, user_data)`` once member "b"'s coordinator has followed
+    an assignment whose user data holds a 100 ms delay."""
     assignors, _, second = _delayed_round_with_a_departure(100)
     member, user_data = assignors["b"], decode_assignment(second["b"]).user_data
-
-    async def drive():
-        coordinator = _offline_coordinator()
-        _follow(coordinator, member, user_data)
-        return await scenario(coordinator, member, user_data)
-
-    return asyncio.run(drive())
+    coordinator = _offline_coordinator()
+    _follow(coordinator, member, user_data)
+    return await scenario(coordinator, member, user_data)
 
 
-def test_member_rejoins_when_the_delay_it_received_ends():
+@pytest.mark.asyncio
+async def test_member_rejoins_when_the_delay_it_received_ends():
     async def scenario(coordinator, member, _user_data):
         assert member.rejoin_after_s is not None and 0 < member.rejoin_after_s <= 0.1
         assert not coordinator._rejoin_needed_fut.done()
         await asyncio.sleep(member.rejoin_after_s + 0.1)
         return coordinator._rejoin_needed_fut.done()
 
-    assert _after_a_delayed_assignment(scenario)
+    assert await _after_a_delayed_assignment(scenario)
 
 
-def test_a_new_assignment_or_closing_cancels_the_pending_rejoin():
+@pytest.mark.asyncio
+async def test_a_new_assignment_or_closing_cancels_the_pending_rejoin():
     async def scenario(coordinator, member, user_data):
         _follow(coordinator, member, None)  # the next assignment carries no delay
         assert member.rejoin_after_s is None
@@ -125,10 +123,11 @@ def test_a_new_assignment_or_closing_cancels_the_pending_rejoin():
         await asyncio.sleep(0.3)
         return cancelled_by_assignment, coordinator._rejoin_needed_fut.done()
 
-    assert _after_a_delayed_assignment(scenario) == (True, False)
+    assert await _after_a_delayed_assignment(scenario) == (True, False)
 
 
-def test_listener_hooks_are_called_and_their_failures_only_logged(caplog):
+@pytest.mark.asyncio
+async def test_listener_hooks_are_called_and_their_failures_only_logged(caplog):
     calls = []
 
     class Listener:
@@ -147,12 +146,13 @@ def test_listener_hooks_are_called_and_their_failures_only_logged(caplog):
         _offline_coordinator(object())._call_hook("rebalance_started", 1)  # a listener without hooks
         _offline_coordinator(None)._call_hook("rebalance_started", 1)  # no listener
 
-    asyncio.run(drive())
+    await drive()
     assert calls == [("started", None), ("completed", True, 3, None)]
     assert "rebalance_started" in caplog.text and "telemetry bug" in caplog.text
 
 
-def test_cooperative_consumer_takes_a_delayed_assignor_instance():
+@pytest.mark.asyncio
+async def test_cooperative_consumer_takes_a_delayed_assignor_instance():
     async def build():
         assignor = DelayedCooperativeStickyAssignor(3000, worker_id="w1")
         consumer = CooperativeConsumer(
@@ -160,7 +160,7 @@ def test_cooperative_consumer_takes_a_delayed_assignor_instance():
         )
         return assignor, consumer
 
-    assignor, consumer = asyncio.run(build())
+    assignor, consumer = await build()
     assert consumer._kassign_assignors == [assignor]
     assert assignor.name == "kassign-delayed-cooperative-sticky"
     assert consumer.rebalance_protocol is COOPERATIVE

@@ -175,27 +175,30 @@ async def _sync(member: _Offline, generation: int, parts, mark: int | None, user
     return member.rejoin_requested()
 
 
-def test_marked_member_with_nothing_to_revoke_rejoins_at_once_only_when_on():
+@pytest.mark.asyncio
+async def test_marked_member_with_nothing_to_revoke_rejoins_at_once_only_when_on():
     async def drive(fast):
         member = _Offline(fast)
         first = await _sync(member, 1, [0, 1], None)
         kept_only = await _sync(member, 2, [0, 1], 2)  # kept everything; the round withheld elsewhere
         return first, kept_only, member._assignors[0].user_data
 
-    assert asyncio.run(drive(True)) == (False, True, [None, None])
-    assert asyncio.run(drive(False)) == (False, False, [None, None])  # option off: waits for a heartbeat
+    assert await drive(True) == (False, True, [None, None])
+    assert await drive(False) == (False, False, [None, None])  # option off: waits for a heartbeat
 
 
-def test_mark_is_stripped_before_the_assignor_sees_its_user_data():
+@pytest.mark.asyncio
+async def test_mark_is_stripped_before_the_assignor_sees_its_user_data():
     async def drive():
         member = _Offline(False)
         await _sync(member, 1, [0], 1, user_data=b"delay-state")
         return member._assignors[0].user_data
 
-    assert asyncio.run(drive()) == [b"delay-state"]
+    assert await drive() == [b"delay-state"]
 
 
-def test_member_acts_once_per_marked_generation_and_revokers_rejoin_anyway():
+@pytest.mark.asyncio
+async def test_member_acts_once_per_marked_generation_and_revokers_rejoin_anyway():
     async def drive():
         member = _Offline(True)
         out = [await _sync(member, 1, [0, 1, 2], None)]
@@ -207,20 +210,22 @@ def test_member_acts_once_per_marked_generation_and_revokers_rejoin_anyway():
         out.append(await _sync(member, 6, [0, 1], 2))  # an old generation's mark: waits
         return out
 
-    assert asyncio.run(drive()) == [False, True, True, False, True, False, False]
+    assert await drive() == [False, True, True, False, True, False, False]
 
 
-def test_unmarked_and_eager_assignments_never_trigger_a_follow_up():
+@pytest.mark.asyncio
+async def test_unmarked_and_eager_assignments_never_trigger_a_follow_up():
     async def drive(protocol, mark):
         member = _Offline(True, protocol)
         await _sync(member, 1, [0], None)
         return await _sync(member, 2, [0], mark)
 
-    assert asyncio.run(drive(COOPERATIVE, None)) is False
-    assert asyncio.run(drive(EAGER, 2)) is False
+    assert await drive(COOPERATIVE, None) is False
+    assert await drive(EAGER, 2) is False
 
 
-def test_leader_marks_every_assignment_of_a_round_that_withholds():
+@pytest.mark.asyncio
+async def test_leader_marks_every_assignment_of_a_round_that_withholds():
     async def lead(fast, owned):
         assignor = CooperativeStickyAssignor()
         leader = _Offline(fast)
@@ -242,15 +247,16 @@ def test_leader_marks_every_assignment_of_a_round_that_withholds():
 
     tps = [TopicPartition("t", p) for p in range(4)]
     joiner = {"a": tps, "b": []}  # a must give two partitions to b: withheld this round
-    assert asyncio.run(lead(True, joiner)) == {"a": 2, "b": 2}
-    assert asyncio.run(lead(False, joiner)) == {"a": None, "b": None}
+    assert await lead(True, joiner) == {"a": 2, "b": 2}
+    assert await lead(False, joiner) == {"a": None, "b": None}
     settled = {"a": tps[:2], "b": tps[2:]}  # nothing moves: no mark, no extra round
-    assert asyncio.run(lead(True, settled)) == {"a": None, "b": None}
+    assert await lead(True, settled) == {"a": None, "b": None}
 
 
-def test_cooperative_consumer_passes_the_option_and_defaults_it_on():
+@pytest.mark.asyncio
+async def test_cooperative_consumer_passes_the_option_and_defaults_it_on():
     async def build(**kwargs):
         return CooperativeConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", **kwargs)
 
-    assert asyncio.run(build())._kassign_fast_follow_up is True
-    assert asyncio.run(build(fast_follow_up=False))._kassign_fast_follow_up is False
+    assert (await build())._kassign_fast_follow_up is True
+    assert (await build(fast_follow_up=False))._kassign_fast_follow_up is False

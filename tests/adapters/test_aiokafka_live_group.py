@@ -45,10 +45,11 @@ class _Consumer:
         return value
 
 
-def test_positions_keep_the_known_ones_within_the_timeout():
+@pytest.mark.asyncio
+async def test_positions_keep_the_known_ones_within_the_timeout():
     consumer = _Consumer({A0: 5, A1: None, A2: KafkaError()})
     started = time.monotonic()
-    assert asyncio.run(positions(consumer, {A2, A1, A0}, timeout=0.1)) == {"a:0": 5}
+    assert await positions(consumer, {A2, A1, A0}, timeout=0.1) == {"a:0": 5}
     assert time.monotonic() - started < 1.0  # asked together, not one after another
 
 
@@ -63,21 +64,23 @@ def test_generation_of_a_consumer_without_a_coordinator_is_minus_one():
     assert consumer_generation(Consumer()) == 7
 
 
-def test_wait_stable_returns_when_the_condition_began_to_hold_or_none():
+@pytest.mark.asyncio
+async def test_wait_stable_returns_when_the_condition_began_to_hold_or_none():
     calls: list[float] = []
 
     def holds() -> bool:
         calls.append(time.time())
         return len(calls) >= 3
 
-    began = asyncio.run(wait_stable(holds, 5.0, stable_for=0.05, poll=0.01))
+    began = await wait_stable(holds, 5.0, stable_for=0.05, poll=0.01)
     assert began is not None and began >= calls[2] - 1e-3
-    assert asyncio.run(wait_stable(lambda: False, 0.05, stable_for=0.0, poll=0.01)) is None
+    assert await wait_stable(lambda: False, 0.05, stable_for=0.0, poll=0.01) is None
 
 
-def test_what_the_condition_raises_ends_the_wait():
+@pytest.mark.asyncio
+async def test_what_the_condition_raises_ends_the_wait():
     def failed() -> bool:
         raise RuntimeError("member m1 failed")
 
     with pytest.raises(RuntimeError, match="m1"):
-        asyncio.run(wait_stable(failed, 5.0, stable_for=0.1))
+        await wait_stable(failed, 5.0, stable_for=0.1)

@@ -17,10 +17,11 @@ import aiokafka.errors as Errors  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from tests.adapters.test_aiokafka_classic_rules import FakeCoordinatorClient, _networked, error  # noqa: E402
-from tests.adapters.test_aiokafka_cooperative_member import assignment_bytes, run  # noqa: E402
+from tests.adapters.test_aiokafka_cooperative_member import assignment_bytes  # noqa: E402
 
 
-def test_a_member_past_max_poll_interval_loses_its_partitions_once_and_says_why(caplog):
+@pytest.mark.asyncio
+async def test_a_member_past_max_poll_interval_loses_its_partitions_once_and_says_why(caplog):
     async def scenario():
         client = FakeCoordinatorClient(LeaveGroupRequest=[error(0)])
         coordinator, listener = await _networked(client)
@@ -43,10 +44,11 @@ def test_a_member_past_max_poll_interval_loses_its_partitions_once_and_says_why(
         coordinator.check_membership_for_commit()
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_closing_is_not_a_poll_timeout():
+@pytest.mark.asyncio
+async def test_closing_is_not_a_poll_timeout():
     async def scenario():
         client = FakeCoordinatorClient(LeaveGroupRequest=[error(0)])
         coordinator, listener = await _networked(client)
@@ -57,10 +59,11 @@ def test_closing_is_not_a_poll_timeout():
         assert listener.calls[-1] == ("revoked", {TP("t", 0), TP("t", 1)})
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()
 
 
-def test_a_heartbeat_task_cancelled_while_leaving_does_not_cancel_the_coordination_routine():
+@pytest.mark.asyncio
+async def test_a_heartbeat_task_cancelled_while_leaving_does_not_cancel_the_coordination_routine():
     """aiokafka's heartbeat routine calls the poll-timeout leave outside its cancellation handling; the
     coordination routine stopping it meanwhile (to rejoin) must not receive its CancelledError."""
 
@@ -79,4 +82,4 @@ def test_a_heartbeat_task_cancelled_while_leaving_does_not_cancel_the_coordinati
         assert coordinator._heartbeat_task is None
         await coordinator._stop_commit_offsets_refresh_task()
 
-    run(scenario())
+    await scenario()

@@ -3,7 +3,6 @@ Kafka from jars, testcontainers, Tansu) and ``KASSIGN_BROKER`` forces one."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import pytest
@@ -32,14 +31,15 @@ def test_kafka_bootstrap_env_wins(bootstrap_servers):
         assert info.is_real_kafka
 
 
-def test_async_kafka_bootstrap_yields_a_ready_address(bootstrap_servers, monkeypatch):
+@pytest.mark.asyncio
+async def test_async_kafka_bootstrap_yields_a_ready_address(bootstrap_servers, monkeypatch):
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", bootstrap_servers)
 
     async def use() -> str:
         async with kafka_bootstrap() as bootstrap:
             return bootstrap
 
-    assert asyncio.run(use()) == bootstrap_servers
+    assert await use() == bootstrap_servers
 
 
 def test_wait_for_broker_gives_up_on_a_closed_port():

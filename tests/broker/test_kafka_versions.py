@@ -11,7 +11,6 @@ marker, its own CI tier)::
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -69,8 +68,9 @@ async def _produce_and_consume(bootstrap: str, topic: str, count: int = 10) -> i
     return seen
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("version", TESTED_KAFKA_VERSIONS)
-def test_each_tested_kafka_version_starts_and_serves_a_group(version, tmp_path):
+async def test_each_tested_kafka_version_starts_and_serves_a_group(version, tmp_path):
     from integration.topics import create_topic
 
     env = {"KASSIGN_RUN_DIR": str(tmp_path)}
@@ -87,7 +87,7 @@ def test_each_tested_kafka_version_starts_and_serves_a_group(version, tmp_path):
         else:
             assert missing is not None and "4.0" in missing
         topic = create_topic(bootstrap, f"t-versions-{uuid.uuid4().hex[:8]}", 2)
-        consumed = asyncio.run(_produce_and_consume(bootstrap, topic))
+        consumed = await _produce_and_consume(bootstrap, topic)
         assert consumed == 10
     finally:
         stopped = _cli("broker", "stop", env=env)

@@ -34,7 +34,8 @@ def _member() -> tuple[DemoMember, SlowCommits]:
     return member, member.consumer
 
 
-def test_background_commit_never_blocks_and_stays_single():
+@pytest.mark.asyncio
+async def test_background_commit_never_blocks_and_stays_single():
     async def scenario():
         member, consumer = _member()
         member.next_offsets = {TP("t", 0): 5, TP("t", 1): 7}
@@ -50,10 +51,11 @@ def test_background_commit_never_blocks_and_stays_single():
         await member.committer.wait()
         assert consumer.log[-1] == ("answered", {TP("t", 0): 9, TP("t", 1): 7})
 
-    asyncio.run(scenario())
+    await scenario()
 
 
-def test_revocation_commit_waits_for_the_commit_in_flight():
+@pytest.mark.asyncio
+async def test_revocation_commit_waits_for_the_commit_in_flight():
     async def scenario():
         member, consumer = _member()
         member.next_offsets = {TP("t", 0): 5, TP("t", 1): 7}
@@ -74,4 +76,4 @@ def test_revocation_commit_waits_for_the_commit_in_flight():
             ("answered", {TP("t", 1): 8}),
         ]
 
-    asyncio.run(scenario())
+    await scenario()

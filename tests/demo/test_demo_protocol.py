@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import re
@@ -139,7 +138,8 @@ def test_a_fallback_to_tansu_is_refused(monkeypatch, tmp_path):
         assert cli._local_broker(stack, classic).kind == "tansu"  # the classic demo runs there as before
 
 
-def test_the_kip848_member_leaves_the_timing_to_the_group():
+@pytest.mark.asyncio
+async def test_the_kip848_member_leaves_the_timing_to_the_group():
     from kassign.adapters.aiokafka import CooperativeConsumer
 
     factory = run_specs("consumer", "consumer-uniform")[0].consumer_factory()
@@ -154,7 +154,7 @@ def test_the_kip848_member_leaves_the_timing_to_the_group():
         )
         return consumer
 
-    consumer = asyncio.run(build())
+    consumer = await build()
     assert isinstance(consumer, CooperativeConsumer)
     assert consumer.group_protocol == "consumer" and consumer._kassign_remote_assignor == "uniform"
 

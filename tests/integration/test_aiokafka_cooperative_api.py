@@ -209,7 +209,8 @@ async def _stop_all(members: list[Member]) -> None:
         await m.stop()
 
 
-def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(
+@pytest.mark.asyncio
+async def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     """A seeks one kept partition back from its revoke listener (mid-rebalance), and once settled the
@@ -257,7 +258,7 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(
         finally:
             await _stop_all([a, b])
 
-    a, b, owned, back, steady, positions, forward_at = asyncio.run(scenario())
+    a, b, owned, back, steady, positions, forward_at = await scenario()
     assert not ownership.violations, ownership.violations
     assert [parts for _, parts in a.listener.revoked[:1]] == [frozenset(owned["B"])], (
         "A's first revocation must be exactly what B ends up with"
@@ -273,7 +274,8 @@ def test_seek_on_kept_partitions_during_and_after_a_cooperative_rebalance(
         assert b.offsets(tp) == list(range(20, 30)), (tp, b.offsets(tp))
 
 
-def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partitions(
+@pytest.mark.asyncio
+async def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partitions(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     """Both members subscribe by pattern; a matching topic created later is spread over the group and
@@ -311,7 +313,7 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
         finally:
             await _stop_all(members)
 
-    members, before, after, new, created, sent = asyncio.run(scenario())
+    members, before, after, new, created, sent = await scenario()
     assert not ownership.violations, ownership.violations
     for m in members:
         assert before[m.name] <= after[m.name], f"{m.name} lost a partition of the first topic: {before} -> {after}"
@@ -326,7 +328,8 @@ def test_pattern_subscription_picks_up_a_new_topic_without_revoking_kept_partiti
         assert processed == sorted(sent[tp]), f"{tp}: {processed}"
 
 
-def test_subscribe_change_revokes_only_the_dropped_topics_partitions(
+@pytest.mark.asyncio
+async def test_subscribe_change_revokes_only_the_dropped_topics_partitions(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     """One member changes its topic list at runtime: it revokes exactly its partitions of the topic it
@@ -367,7 +370,7 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(
         finally:
             await _stop_all(members)
 
-    members, changer, other, moving, expected, after, changed, sent = asyncio.run(scenario())
+    members, changer, other, moving, expected, after, changed, sent = await scenario()
     assert not ownership.violations, ownership.violations
     assert changer.listener.revoked_since(changed) == [frozenset(moving)]
     assert other.listener.revoked_since(changed) == []
@@ -377,7 +380,8 @@ def test_subscribe_change_revokes_only_the_dropped_topics_partitions(
         assert processed == sorted(sent[tp]), f"{tp} processed {processed}"
 
 
-def test_manual_commits_in_the_revoke_listener_hand_over_exactly(
+@pytest.mark.asyncio
+async def test_manual_commits_in_the_revoke_listener_hand_over_exactly(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     """Auto-commit off; the user commits what it processed in ``on_partitions_revoked``. Records flow
@@ -440,7 +444,7 @@ def test_manual_commits_in_the_revoke_listener_hand_over_exactly(
         finally:
             await _stop_all([a, b])
 
-    a, b, owned, sent, broker_committed = asyncio.run(scenario())
+    a, b, owned, sent, broker_committed = await scenario()
     assert not ownership.violations, ownership.violations
     assert not commit_errors, commit_errors
     assert [parts for _, parts in a.listener.revoked] == [frozenset(owned["B"])]
@@ -452,7 +456,8 @@ def test_manual_commits_in_the_revoke_listener_hand_over_exactly(
         assert a.offsets(tp) == sorted(sent[tp]) and not b.offsets(tp), f"{tp} kept by A, each record once"
 
 
-def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, group_id, topic_factory):
     """As Java's close: a member closed while its JoinGroup waits at the broker's join barrier sends
     LeaveGroup at once instead of finishing the round (aiokafka's way), so the round goes on without
     it and the group settles in that one round, not in a second one that takes back what the closed
@@ -504,5 +509,5 @@ def test_a_member_closed_during_a_rebalance_leaves_at_once(bootstrap_servers, gr
         assert not ownership.violations, ownership.violations
         return before, after
 
-    before, after = asyncio.run(scenario())
+    before, after = await scenario()
     assert after == before + 1, f"the group took {after - before} rounds to settle after the close (one expected)"

@@ -41,8 +41,11 @@ async def _keep_polling(consumers, stop):
         await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("strategy", [(StickyAssignor,), (StickyAssignor(),)], ids=["class", "shared-instance"])
-def test_consumers_in_one_process_keep_their_own_sticky_state(bootstrap_servers, group_id, topic_factory, strategy):
+async def test_consumers_in_one_process_keep_their_own_sticky_state(
+    bootstrap_servers, group_id, topic_factory, strategy
+):
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
 
@@ -67,14 +70,15 @@ def test_consumers_in_one_process_keep_their_own_sticky_state(bootstrap_servers,
             for c in first:
                 await c.stop()
 
-    before, after = asyncio.run(scenario())
+    before, after = await scenario()
     # With shared state both consumers would claim the same previous assignment and the sticky
     # leader could not keep them; with their own, each keeps 2 of its 3 partitions.
     assert sorted(map(len, after)) == [2, 2, 2]
     assert after[0] <= before[0] and after[1] <= before[1], (before, after)
 
 
-def test_cooperative_sticky_drop_in_runs_eager_in_a_plain_consumer(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_cooperative_sticky_drop_in_runs_eager_in_a_plain_consumer(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(4)
     partitions = {TP(topic, p) for p in range(4)}
 
@@ -92,7 +96,7 @@ def test_cooperative_sticky_drop_in_runs_eager_in_a_plain_consumer(bootstrap_ser
             for c in consumers:
                 await c.stop()
 
-    assert sorted(map(len, asyncio.run(scenario()))) == [2, 2]
+    assert sorted(map(len, await scenario())) == [2, 2]
 
 
 @pytest.mark.java

@@ -134,7 +134,8 @@ async def _scale_out_scenario(bootstrap, group_id, topic, n_partitions, first, s
             await member.stop()
 
 
-def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory, group_protocol):
+@pytest.mark.asyncio
+async def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id, topic_factory, group_protocol):
     topic = topic_factory(6)
     listeners = [RaisingListener() for _ in range(4)]
 
@@ -143,7 +144,7 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
         owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, members[:2], members[2:])
         return owned, members
 
-    owned, members = asyncio.run(scenario())
+    owned, members = await scenario()
     assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
     assert all(lst.calls > 0 for lst in listeners)
     # every member's poll raised its listener's exception, and the member went on
@@ -152,7 +153,10 @@ def test_a_raising_listener_does_not_break_the_group(bootstrap_servers, group_id
     ]
 
 
-def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, group_id, topic_factory, group_protocol):
+@pytest.mark.asyncio
+async def test_a_commit_failing_during_revocation_loses_nothing(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     topic = topic_factory(6)
     failed: list[set] = []
 
@@ -179,7 +183,7 @@ def test_a_commit_failing_during_revocation_loses_nothing(bootstrap_servers, gro
         owned = await _scale_out_scenario(bootstrap_servers, group_id, topic, 6, first, second, produce_between=20)
         return owned, second
 
-    owned, second = asyncio.run(scenario())
+    owned, second = await scenario()
     assert sorted(len(o) for o in owned) == [1, 1, 2, 2]
     assert failed, "no revocation commit was attempted"
     # Nothing was committed for the moved partitions, so their new owners start from the beginning

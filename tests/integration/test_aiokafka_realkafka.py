@@ -88,7 +88,8 @@ def _static_consumer(bootstrap_servers, group_id, instance, timing):
     )
 
 
-def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_factory):
     """A second instance started with a running static member's group.instance.id takes its place:
     it gets the old instance's partitions with no rebalance for the others, and the old instance is
     fenced for good (FENCED_INSTANCE_ID): it loses its partitions, raises from getmany and never rejoins
@@ -121,7 +122,7 @@ def test_a_replaced_static_member_is_fenced(bootstrap_servers, group_id, topic_f
             await c.stop()
         return before, after, raised, calls_before, calls_after, listeners[1].calls
 
-    before, after, raised, calls_before, calls_after, old_calls = asyncio.run(scenario())
+    before, after, raised, calls_before, calls_after, old_calls = await scenario()
     kept, old, new = after
     assert kept == before[0] and new == before[1] and not old, after
     assert raised and all(isinstance(e, FencedInstanceIdError) for e in raised), raised

@@ -4,7 +4,6 @@ classic protocol, reconciliations (no JoinGroup or SyncGroup at all) on the cons
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -37,13 +36,14 @@ async def _join_and_leave(
         await consumer.stop()
 
 
-def test_recorder_on_cooperative_consumer_records_observed_rebalances(
+@pytest.mark.asyncio
+async def test_recorder_on_cooperative_consumer_records_observed_rebalances(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     topic = topic_factory(2)
     out: list[dict] = []
     recorder = RebalanceRecorder(out.append, member="c1")
-    asyncio.run(_join_and_leave(bootstrap_servers, group_id, topic, recorder, group_protocol))
+    await _join_and_leave(bootstrap_servers, group_id, topic, recorder, group_protocol)
     assert recorder.close(5)
     kinds = [o["ev"] for o in out]
     assigned = kinds.index("cb_assigned")

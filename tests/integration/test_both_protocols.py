@@ -150,7 +150,10 @@ def _static(bootstrap: str, group_id: str, instance: str, config: dict) -> Coope
     )
 
 
-def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_id, topic_factory, group_protocol):
+@pytest.mark.asyncio
+async def test_static_member_restarts_without_a_reassignment(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
     """A static member's close is a temporary leave (classic: no LeaveGroup; consumer: epoch -2):
     restarted within the session timeout with its instance id it gets its own partitions back, and
     the others hear nothing (no rebalance)."""
@@ -182,7 +185,7 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
             await c.stop()
         return before, after, calls_before, calls_after, restarted_calls, regained_s
 
-    before, after, calls_before, calls_after, restarted, regained_s = asyncio.run(scenario())
+    before, after, calls_before, calls_after, restarted, regained_s = await scenario()
     assert after == before
     assert calls_after == calls_before, "the other members saw a reassignment"
     assert restarted == [("assigned", set(before[2]))]
@@ -190,7 +193,8 @@ def test_static_member_restarts_without_a_reassignment(bootstrap_servers, group_
     assert regained_s < 5.0
 
 
-def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(
+@pytest.mark.asyncio
+async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
     """A subscribed topic deleted: the broker drops its partitions from the target and the member
@@ -268,7 +272,7 @@ def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(
         await consumer.stop()
         return listener.calls[mark:], seen, final, partitions
 
-    calls, seen, final, partitions = asyncio.run(scenario())
+    calls, seen, final, partitions = await scenario()
     assert not any(kind == "lost" for kind, _ in calls), calls
     revoked_at = next(i for i, (kind, parts) in enumerate(calls) if kind == "revoked" and gone <= parts)
     back = {TP(doomed, p) for p in range(partitions)}

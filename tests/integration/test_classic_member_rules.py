@@ -66,7 +66,8 @@ async def _until(condition, timeout: float, what: str, consumers=()) -> None:
         await _poll(consumers, 20) if consumers else await asyncio.sleep(0.02)
 
 
-def test_a_static_member_replaced_during_its_join_is_fenced(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_static_member_replaced_during_its_join_is_fenced(bootstrap_servers, group_id, topic_factory):
     """Static member A waits at the join barrier (a new member started a round and slow member D has
     not rejoined yet, for up to 8 s) when B starts with A's group.instance.id: the broker answers A's JoinGroup
     FENCED_INSTANCE_ID. A must lose its partitions at once and raise FencedInstanceIdError; nothing
@@ -112,7 +113,7 @@ def test_a_static_member_replaced_during_its_join_is_fenced(bootstrap_servers, g
             await c.stop()
         return before, after, raised, overlap_s, a_held_s, listener.calls
 
-    before, after, raised, overlap_s, a_held_s, calls = asyncio.run(scenario())
+    before, after, raised, overlap_s, a_held_s, calls = await scenario()
     print(
         f"double ownership {overlap_s:.2f} s; A held partitions {a_held_s:.2f} s after B started; "
         f"A raised {sorted({type(e).__name__ for e in raised})} ({len(raised)} polls)"
@@ -123,7 +124,8 @@ def test_a_static_member_replaced_during_its_join_is_fenced(bootstrap_servers, g
     assert sorted(tp for owned in after for tp in owned) == sorted(partitions), after
 
 
-def test_a_member_closed_during_its_first_join_leaves(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_member_closed_during_its_first_join_leaves(bootstrap_servers, group_id, topic_factory):
     """B closes while its first JoinGroup waits at the barrier (A rejoins up to 3 s late): B has a member
     id (KIP-394) but no generation. Its LeaveGroup lets the round complete without it; without one, the
     leader hands B partitions that nobody consumes until B's session (10 s) expires."""
@@ -153,7 +155,7 @@ def test_a_member_closed_during_its_first_join_leaves(bootstrap_servers, group_i
         await a.stop()
         return regained_s
 
-    regained_s = asyncio.run(scenario())
+    regained_s = await scenario()
     print(f"A owned every partition again {regained_s:.2f} s after B began closing")
     assert regained_s < 7.0, f"the group waited {regained_s:.1f} s for a member closed during its first join"
 
@@ -195,7 +197,8 @@ def _move_replica(cluster, tmp_path, topic: str, partition: int, broker: int) ->
     )
 
 
-def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, group_id, tmp_path):
+@pytest.mark.asyncio
+async def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, group_id, tmp_path):
     """KIP-881: members on racks r1 and r2, partition p on broker p + 1 (racks r1, r2, r3). Partition 0's
     replica moves from r1 to r2: the leader sees it in its next metadata and rebalances, and partition 0
     goes to the r2 member. (Java's leader compares the racks of every partition's replicas.)"""
@@ -244,7 +247,7 @@ def test_a_rack_aware_leader_rebalances_when_replica_racks_change(rack_cluster, 
             await c.stop()
         return before, after, rebalanced_s
 
-    before, after, rebalanced_s = asyncio.run(scenario())
+    before, after, rebalanced_s = await scenario()
     shares = [[sorted(tp.partition for tp in owned) for owned in run] for run in (before, after)]
     print(f"rebalanced {rebalanced_s:.2f} s after the replica move; partitions of r1, r2: {shares[0]} -> {shares[1]}")
     assert TP(topic, 0) in before[0] and TP(topic, 1) in before[1], before

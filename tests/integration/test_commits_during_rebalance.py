@@ -147,10 +147,11 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
         await asyncio.gather(a.stop(), d.stop(), b.stop(), return_exceptions=True)
 
 
-def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
-    before, after, consumed, outcome, committed, took = asyncio.run(
-        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=False)
+    before, after, consumed, outcome, committed, took = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=False
     )
     kept, moved = before & after, before - after
     print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
@@ -161,10 +162,11 @@ def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_s
     assert all(committed[tp] is None for tp in moved), committed
 
 
-def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
-    before, after, consumed, outcome, committed, took = asyncio.run(
-        _commit_mid_round(bootstrap_servers, group_id, topic, explicit=True)
+    before, after, consumed, outcome, committed, took = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=True
     )
     kept, moved = before & after, before - after
     assert isinstance(outcome, Errors.CommitFailedError), outcome
@@ -201,9 +203,10 @@ async def _zombie(bootstrap: str, group_id: str, topic: str):
         await asyncio.gather(zombie.stop(), keeper.stop(), return_exceptions=True)
 
 
-def test_a_zombies_commit_is_still_refused_naming_its_expired_session(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_zombies_commit_is_still_refused_naming_its_expired_session(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
-    before, consumed, outcome, committed, calls = asyncio.run(_zombie(bootstrap_servers, group_id, topic))
+    before, consumed, outcome, committed, calls = await _zombie(bootstrap_servers, group_id, topic)
     assert isinstance(outcome, Errors.CommitFailedError), outcome
     assert "session expired (session_timeout_ms=2000)" in str(outcome), str(outcome)
     assert all(committed[tp] is None for tp in before), committed  # nothing of the zombie's went in
@@ -221,6 +224,21 @@ class RoundCounter(ListenerCallsWithLost):
         self.rounds.append(time.monotonic())
 
 
+async def commit_after_processing(slow, keeper, partitions: set[TP]) -> tuple[float, Any, bool]:
+    """``slow`` stops polling to process one batch for 7 s, past max_poll_interval_ms=4000, then
+    commits. Returns when the processing began, the commit's outcome ("ok" or the error raised) and
+    whether ``keeper`` owned every partition by then. Members of either protocol (Member, Polled)."""
+    await slow.pause()
+    began = time.monotonic()
+    await asyncio.sleep(7.0)
+    try:
+        await slow.consumer.commit()
+        outcome: Any = "ok"
+    except Errors.KafkaError as exc:
+        outcome = exc
+    return began, outcome, keeper.consumer.assignment() == partitions
+
+
 async def _long_processing(bootstrap: str, group_id: str, topic: str):
     await produce(bootstrap, topic, 200)
     slow = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=6000, max_poll_interval_ms=4000)
@@ -231,15 +249,7 @@ async def _long_processing(bootstrap: str, group_id: str, topic: str):
     await asyncio.gather(slow.start(), keeper.start())
     try:
         before, _ = await wait_consumers_settled([slow.consumer, keeper.consumer], partitions, 60)
-        await slow.pause()
-        began = time.monotonic()
-        await asyncio.sleep(7.0)  # processing one batch takes 7 s, past max_poll_interval_ms=4000
-        try:
-            await slow.consumer.commit()
-            outcome: Any = "ok"
-        except Errors.KafkaError as exc:
-            outcome = exc
-        keeper_had_all = keeper.consumer.assignment() == partitions
+        began, outcome, keeper_had_all = await commit_after_processing(slow, keeper, partitions)
         resumed = time.monotonic()
         slow.resume()
         try:
@@ -271,13 +281,14 @@ def assert_left_once(records, outcome, keeper_had_all: bool, calls, before) -> N
     assert ("lost", before) in calls and not any(kind == "revoked" and parts & before for kind, parts in calls), calls
 
 
-def test_long_processing_leaves_once_loses_its_partitions_and_rejoins_once(
+@pytest.mark.asyncio
+async def test_long_processing_leaves_once_loses_its_partitions_and_rejoins_once(
     bootstrap_servers, group_id, topic_factory, caplog
 ):
     topic = topic_factory(PARTITIONS)
     with caplog.at_level("INFO"):
-        before, outcome, keeper_had_all, calls, rounds, resumed, settled = asyncio.run(
-            _long_processing(bootstrap_servers, group_id, topic)
+        before, outcome, keeper_had_all, calls, rounds, resumed, settled = await _long_processing(
+            bootstrap_servers, group_id, topic
         )
     print(
         f"\nclassic: the slow member resumed after {resumed:.1f} s, rounds it started after that at "

@@ -32,7 +32,11 @@ from integration.group_config import set_consumer_group_timing  # noqa: E402
 from kassign.adapters.aiokafka import CooperativeConsumer  # noqa: E402
 from kassign.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest  # noqa: E402
 from kassign.protocol.offset_commit import OffsetCommitRequest  # noqa: E402
-from tests.integration.test_commits_during_rebalance import assert_left_once, produce  # noqa: E402
+from tests.integration.test_commits_during_rebalance import (  # noqa: E402
+    assert_left_once,
+    commit_after_processing,
+    produce,
+)
 
 pytestmark = [pytest.mark.realkafka, pytest.mark.consumer_protocol, pytest.mark.timeout(240)]
 
@@ -160,11 +164,14 @@ async def _commit_with_a_stale_epoch(bootstrap: str, group_id: str, topic: str, 
         await asyncio.gather(a.stop(), b.stop(), return_exceptions=True)
 
 
-def test_a_commit_sent_with_the_epoch_before_completes_under_the_new_one(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_commit_sent_with_the_epoch_before_completes_under_the_new_one(
+    bootstrap_servers, group_id, topic_factory
+):
     topic, other = topic_factory(PARTITIONS), topic_factory(1)
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
-    before, after, commits, outcome, consumed, committed, took = asyncio.run(
-        _commit_with_a_stale_epoch(bootstrap_servers, group_id, topic, other)
+    before, after, commits, outcome, consumed, committed, took = await _commit_with_a_stale_epoch(
+        bootstrap_servers, group_id, topic, other
     )
     print(f"\nconsumer protocol: epoch {before} -> {after}; commits (epoch, errors) {commits}; took {took:.2f} s")
     assert outcome == "ok", f"the commit of partitions A kept failed: {outcome!r}"
@@ -198,15 +205,7 @@ async def _long_processing(bootstrap: str, group_id: str, topic: str):
             return await wire(request)
 
         slow.consumer._coordinator._send_req = counting
-        await slow.pause()
-        began = time.monotonic()
-        await asyncio.sleep(7.0)  # one batch takes 7 s, past max_poll_interval_ms=4000
-        try:
-            await slow.consumer.commit()
-            outcome: Any = "ok"
-        except Errors.KafkaError as exc:
-            outcome = exc
-        keeper_had_all = keeper.consumer.assignment() == partitions
+        began, outcome, keeper_had_all = await commit_after_processing(slow, keeper, partitions)
         resumed = time.monotonic()
         slow.resume()
         await wait_consumers_settled([slow.consumer, keeper.consumer], partitions, 60)
@@ -217,14 +216,15 @@ async def _long_processing(bootstrap: str, group_id: str, topic: str):
         await asyncio.gather(slow.stop(), keeper.stop(), return_exceptions=True)
 
 
-def test_long_processing_leaves_once_loses_its_partitions_and_joins_again_once(
+@pytest.mark.asyncio
+async def test_long_processing_leaves_once_loses_its_partitions_and_joins_again_once(
     bootstrap_servers, group_id, topic_factory, caplog
 ):
     topic = topic_factory(PARTITIONS)
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=10000, heartbeat_ms=500)
     with caplog.at_level("INFO"):
-        before, outcome, keeper_had_all, calls, joins, resumed = asyncio.run(
-            _long_processing(bootstrap_servers, group_id, topic)
+        before, outcome, keeper_had_all, calls, joins, resumed = await _long_processing(
+            bootstrap_servers, group_id, topic
         )
     print(
         f"\nconsumer protocol: the slow member resumed after {resumed:.1f} s, joined at "

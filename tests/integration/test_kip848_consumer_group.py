@@ -62,7 +62,8 @@ def _static(bootstrap, group_id, instance):
     )
 
 
-def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers, group_id, topic_factory):
     """UNRELEASED_INSTANCE_ID is fatal for the newcomer (raised from start()/getmany()); the member
     holding the id keeps its partitions."""
     topic = topic_factory(2)
@@ -84,7 +85,7 @@ def test_a_second_instance_with_a_static_id_in_use_is_refused(bootstrap_servers,
         await holder.stop()
         return raised.value, kept
 
-    error, kept = asyncio.run(scenario())
+    error, kept = await scenario()
     assert error.error == "UNRELEASED_INSTANCE_ID"
     assert kept == {TP(topic, 0), TP(topic, 1)}
 
@@ -137,7 +138,8 @@ def test_mixed_group_of_kassign_and_librdkafka_members(bootstrap_servers, group_
     assert not any(e.ev == "cb_lost" for e in events)
 
 
-def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_id, topic_factory):
     """``subscribe(pattern=...)`` sends the pattern as the heartbeat's SubscribedTopicRegex (v1): the
     broker assigns the partitions of every matching topic -- names found by topic id -- and none of
     the others."""
@@ -160,7 +162,7 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap_servers, group_i
         await consumer.stop()
         return owned, listener.calls, sent_regex
 
-    owned, calls, regex = asyncio.run(scenario())
+    owned, calls, regex = await scenario()
     assert owned == {TP(first, 0), TP(first, 1), TP(second, 0)}
     assert all(tp.topic != other for _, parts in calls for tp in parts)
     assert regex == f"{prefix}-.*"

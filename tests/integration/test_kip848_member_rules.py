@@ -60,8 +60,9 @@ async def _polled(consumer: CooperativeConsumer):
         await consumer.stop()
 
 
+@pytest.mark.asyncio
 @pytest.mark.consumer_protocol
-def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers, group_id, topic_factory):
+async def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers, group_id, topic_factory):
     """m1 (regex ``prefix-.*``) owns x. Topic y is created: the broker assigns y to m1 too, but m1's
     client cannot name y yet (aiokafka matches the pattern on its own metadata, refreshed every 5
     min). m2 joins subscribed to y: the broker takes y back from m1 -- a target equal to what m1 owns
@@ -98,7 +99,7 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
                 owned_by_m1 = m1.assignment()
             return unowned, REBALANCE_TIMEOUT_MS / 1000, owned_by_m1
 
-    unowned, timeout, owned_by_m1 = asyncio.run(scenario())
+    unowned, timeout, owned_by_m1 = await scenario()
     print(
         f"\nKIP-848: y's partitions unowned for {unowned:.2f} s after m2 joined "
         f"(m1's rebalance timeout {timeout:.0f} s)"
@@ -107,8 +108,9 @@ def test_a_target_that_grows_and_shrinks_back_is_acknowledged(bootstrap_servers,
     assert owned_by_m1 == {TP(x, 0), TP(x, 1)}, "m1 was fenced instead of acknowledging"
 
 
+@pytest.mark.asyncio
 @pytest.mark.consumer_protocol
-def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(
+async def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(
     bootstrap_servers, group_id, topic_factory
 ):
     """A member that subscribed and left before its group existed: the coordinator answers the leave
@@ -136,7 +138,7 @@ def test_group_id_not_found_answering_a_leave_lets_the_member_subscribe_again(
             again = member.subscribe([topic])
             return response.error_code, left, again, member.state
 
-    code, left, again, state = asyncio.run(scenario())
+    code, left, again, state = await scenario()
     assert code == 69, f"expected GROUP_ID_NOT_FOUND (69), the coordinator answered {code}"
     assert left is MemberState.UNSUBSCRIBED and again == [] and state is MemberState.JOINING
 
@@ -192,8 +194,9 @@ def _deny(bootstrap: str, resource: str, name: str, operation: str, *, remove: b
     time.sleep(1.0)  # the ACL reaches the broker through the metadata log
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("operation", ["READ", "ALL"], ids=["heartbeat/join refused", "FindCoordinator refused"])
-def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(
+async def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(
     acl_broker, group_id, group_protocol, operation, caplog
 ):
     """DENY READ on the group refuses its heartbeat (JoinGroup on classic); DENY ALL refuses even
@@ -221,14 +224,15 @@ def test_a_group_authorization_failure_is_aiokafkas_error_on_both_protocols(
             with contextlib.suppress(KafkaError):  # the failed coordination may raise again on close
                 await consumer.stop()
 
-    raised = asyncio.run(scenario())
+    raised = await scenario()
     assert isinstance(raised, GroupAuthorizationFailedError), f"{group_protocol}: raised {raised!r}"
     if group_protocol == "consumer":  # classic: aiokafka's coordinator may log "Task exception was never retrieved"
         assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
+@pytest.mark.asyncio
 @pytest.mark.consumer_protocol
-def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(acl_broker, group_id):
+async def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(acl_broker, group_id):
     """DENY DESCRIBE on the subscribed topic: the heartbeat answers TOPIC_AUTHORIZATION_FAILED;
     getmany() raises aiokafka's TopicAuthorizationFailedError once, the member stays in the group,
     and when the ACL goes the member gets the topic's partitions (Java, KAFKA-18813)."""
@@ -264,7 +268,7 @@ def test_a_topic_authorization_failure_is_raised_once_and_the_member_recovers(ac
         finally:
             await consumer.stop()
 
-    errors, owned, took = asyncio.run(scenario())
+    errors, owned, took = await scenario()
     assert errors, "TOPIC_AUTHORIZATION_FAILED never reached the application"
     assert owned == {TP(topic, 0), TP(topic, 1)}, "the member did not recover once the ACL went"
     print(

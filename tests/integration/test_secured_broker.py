@@ -127,7 +127,8 @@ async def _poll_until(consumers, condition, timeout: float, seen: dict) -> None:
                 seen.setdefault(tp, set()).update(r.offset for r in records)
 
 
-def test_a_sasl_ssl_group_rebalances_cooperatively(secured, group_id, group_protocol):
+@pytest.mark.asyncio
+async def test_a_sasl_ssl_group_rebalances_cooperatively(secured, group_id, group_protocol):
     topic = _topic(secured)
     _allow(secured, "member", "topic", topic, "READ")
     _allow(secured, "member", "group", group_id, "READ")
@@ -161,7 +162,7 @@ def test_a_sasl_ssl_group_rebalances_cooperatively(secured, group_id, group_prot
         finally:
             await first.stop()
 
-    first_calls, second_calls, moved, seen, took = asyncio.run(scenario())
+    first_calls, second_calls, moved, seen, took = await scenario()
     revoked = set().union(*(parts for kind, parts in first_calls if kind == "revoked"))
     assert revoked == moved, f"the first member revoked {sorted(revoked)}; the second got {sorted(moved)}"
     assert not [c for c in first_calls + second_calls if c[0] == "lost"]
@@ -203,8 +204,9 @@ def _error_lines(caplog) -> tuple[list[logging.LogRecord], list[logging.LogRecor
     return loud, [r for r in loud if r.exc_info]
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("missing", ["group", "topic"])
-def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_loop(
+async def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_loop(
     secured, group_id, group_protocol, missing, caplog
 ):
     """``no-group-read`` may read the topic but not the group; ``no-topic-read`` may use the group and
@@ -221,9 +223,7 @@ def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_
         _allow(secured, user, "topic", topic, "DESCRIBE")
         expected = TopicAuthorizationFailedError
     caplog.set_level(logging.INFO)
-    raised, calls = asyncio.run(
-        _watch_errors(lambda: _consumer(secured, user, group_id, group_protocol), topic, WATCH_S)
-    )
+    raised, calls = await _watch_errors(lambda: _consumer(secured, user, group_id, group_protocol), topic, WATCH_S)
     loud, tracebacks = _error_lines(caplog)
     kinds = sorted({type(e).__name__ for e in raised})
     messages = sorted({r.getMessage()[:100] for r in loud})
@@ -244,7 +244,8 @@ def test_a_user_without_read_gets_aiokafkas_authorization_error_without_a_retry_
     assert len(loud) - len(per_poll) <= 2 * WATCH_S + 2, f"a retry loop: {summary}"
 
 
-def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, group_protocol, caplog):
+@pytest.mark.asyncio
+async def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, group_protocol, caplog):
     topic = _topic(secured, partitions=1, records=0)
     caplog.set_level(logging.INFO)
 
@@ -261,7 +262,7 @@ def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, gro
         return None
 
     began = time.monotonic()
-    raised = asyncio.run(scenario())
+    raised = await scenario()
     took = time.monotonic() - began
     loud, tracebacks = _error_lines(caplog)
     print(
@@ -278,7 +279,8 @@ def test_a_wrong_password_fails_start_with_one_clear_line(secured, group_id, gro
     assert took < 10
 
 
-def test_the_printed_client_settings_work_as_they_are(tmp_path, kafka_broker):
+@pytest.mark.asyncio
+async def test_the_printed_client_settings_work_as_they_are(tmp_path, kafka_broker):
     """``kassign broker start --security ssl|sasl-scram``: the printed keyword arguments, pasted into a
     ``CooperativeConsumer`` (and an admin client), reach the cluster as admin."""
     if kafka_broker.kind != "kafka":
@@ -309,7 +311,7 @@ def test_the_printed_client_settings_work_as_they_are(tmp_path, kafka_broker):
 
             settings = eval("dict(" + " ".join(pasted) + ")", {"create_ssl_context": create_ssl_context})  # noqa: S307
             assert "alice" in started.stdout and "super user" in started.stdout
-            assert asyncio.run(_join_alone(settings)) == "ok"
+            assert await _join_alone(settings) == "ok"
         finally:
             stopped = cli("stop")
         assert stopped.returncode == 0, stopped.stderr

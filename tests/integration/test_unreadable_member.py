@@ -42,7 +42,8 @@ class Owners(ConsumerRebalanceListener):
     on_partitions_lost = on_partitions_revoked
 
 
-def test_unreadable_metadata_never_makes_a_partition_owned_twice(bootstrap_servers, group_id, topic_factory):
+@pytest.mark.asyncio
+async def test_unreadable_metadata_never_makes_a_partition_owned_twice(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
     table: dict = {}
@@ -93,6 +94,6 @@ def test_unreadable_metadata_never_makes_a_partition_owned_twice(bootstrap_serve
             await c.stop()
         return final, (leader, odd, newcomer)
 
-    final, (leader, odd, newcomer) = asyncio.run(scenario())
+    final, (leader, odd, newcomer) = await scenario()
     assert not doubles, f"partitions added while another member owned them: {doubles}"
     assert final[odd] == set()

@@ -301,7 +301,8 @@ class _Writer:
         self.sent += data
 
 
-def test_aiokafka_connection_sends_and_answers_a_heartbeat() -> None:
+@pytest.mark.asyncio
+async def test_aiokafka_connection_sends_and_answers_a_heartbeat() -> None:
     from aiokafka.conn import AIOKafkaConnection
 
     async def exchange() -> tuple[bytes, object]:
@@ -322,7 +323,7 @@ def test_aiokafka_connection_sends_and_answers_a_heartbeat() -> None:
         conn._handle_frame(encode_response_frame(answer, 1, header.correlation_id)[4:])
         return answer, await pending
 
-    answer, received = asyncio.run(exchange())
+    answer, received = await exchange()
     assert received == answer
 
 

@@ -46,7 +46,10 @@ def _brief(metrics: dict[str, float]) -> str:
     return ", ".join(f"{name} {metrics[name]:.1f}" for name in names)
 
 
-def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_servers, group_id, topic_factory, tmp_path):
+@pytest.mark.asyncio
+async def test_recorded_member_reports_java_s_consumer_protocol_metrics(
+    bootstrap_servers, group_id, topic_factory, tmp_path
+):
     topic = topic_factory(6)
     partitions = {TP(topic, p) for p in range(6)}
     set_consumer_group_timing(bootstrap_servers, group_id, session_ms=6000, heartbeat_ms=HEARTBEAT_MS)
@@ -72,7 +75,7 @@ def test_recorded_member_reports_java_s_consumer_protocol_metrics(bootstrap_serv
         await first.stop()
         return alone, shared, settle_s
 
-    alone, shared, settle_s = asyncio.run(scenario())
+    alone, shared, settle_s = await scenario()
     assert recorder.close()
     print(f"\nKIP-848 telemetry, first member: alone {_brief(alone)}; after the second joined {_brief(shared)}")
     assert recorder.protocol == "consumer", "attach() saw group_protocol='consumer'"

@@ -17,7 +17,6 @@ from kassign.telemetry.aiokafka_glue import protocol_of  # noqa: E402
 from tests.adapters.test_aiokafka_consumer_group import (  # noqa: E402
     FakeGroupCoordinator,
     coordinator,
-    run,
     tps,
     until,
 )
@@ -39,7 +38,8 @@ class SlowRevoke:
         pass
 
 
-def test_coordinator_hooks_give_java_s_rebalance_and_heartbeat_metrics() -> None:
+@pytest.mark.asyncio
+async def test_coordinator_hooks_give_java_s_rebalance_and_heartbeat_metrics() -> None:
     out: list[dict] = []
     recorder = RebalanceRecorder(out.append, member="m1", group="g", protocol="consumer")
 
@@ -65,7 +65,7 @@ def test_coordinator_hooks_give_java_s_rebalance_and_heartbeat_metrics() -> None
         await coord.close()
         return group
 
-    group = run(scenario())
+    group = await asyncio.wait_for(scenario(), 30)
     recorder.close()
     kinds = [o["ev"] for o in out if o["ev"] != "heartbeat"]
     # (A callback is written once it returned, at its start time: the failure during it comes first.)
@@ -172,7 +172,8 @@ def test_a_retriable_failure_and_a_raising_hook_change_nothing(caplog: pytest.Lo
     assert "broken telemetry" in caplog.text
 
 
-def test_attach_detects_the_consumer_group_protocol() -> None:
+@pytest.mark.asyncio
+async def test_attach_detects_the_consumer_group_protocol() -> None:
     from kassign.adapters.aiokafka import CooperativeConsumer
 
     async def make():
@@ -185,4 +186,4 @@ def test_attach_detects_the_consumer_group_protocol() -> None:
         await classic.stop()
         return found
 
-    assert asyncio.run(make()) == ("cooperative", "consumer")
+    assert await make() == ("cooperative", "consumer")

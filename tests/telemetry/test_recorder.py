@@ -139,7 +139,8 @@ def test_confluent_callbacks_keep_user_behaviour() -> None:
         rec.confluent_callbacks(on_lost="nope")
 
 
-def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
+@pytest.mark.asyncio
+async def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
     pytest.importorskip("aiokafka")
     out: list[dict] = []
     rec = RebalanceRecorder(out.append, member="m1", protocol="cooperative")
@@ -162,7 +163,7 @@ def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
         await wrapped.on_partitions_lost({TP("t", 1)})  # no on_partitions_lost: revoked, as in Java
         wrapped.rebalance_completed(False, error="ILLEGAL_GENERATION")
 
-    asyncio.run(drive())
+    await drive()
     rec.close()
     assert calls == [
         "assigned [TP(topic='t', partition=0), TP(topic='t', partition=1)]",
@@ -175,7 +176,8 @@ def test_aiokafka_listener_wrapper_sync_async_lost_and_hooks() -> None:
     assert m["partition-assigned-latency-max"] >= 20.0
 
 
-def test_aiokafka_attach_records_subscribe_and_stop() -> None:
+@pytest.mark.asyncio
+async def test_aiokafka_attach_records_subscribe_and_stop() -> None:
     aiokafka = pytest.importorskip("aiokafka")
     out: list[dict] = []
 
@@ -190,7 +192,7 @@ def test_aiokafka_attach_records_subscribe_and_stop() -> None:
         rec.close()
         return [o["ev"] for o in out]
 
-    kinds = asyncio.run(drive())
+    kinds = await drive()
     assert kinds == ["subscribed", "join", "cb_assigned", "sync", "closing", "closed"]
     assert out[0]["group"] == "g1" and out[0]["protocol"] == "eager" and out[2]["parts"] == [0]
 
