@@ -36,7 +36,7 @@ from typing import Any
 
 from kassign.model import TopicPartition
 from kassign.sim.bench_meta import bench_client, bench_config, mode_of
-from kassign.sim.calibration.harness import TOPIC, BenchRunResult, BenchSimulation, harness_inputs
+from kassign.sim.calibration.harness import TOPIC, BenchRunResult, BenchSimulation, bench_topics, harness_inputs
 from kassign.sim.config import KAFKA44_PRESETS, SimConfig
 from kassign.timeline.events import Event, read_events
 from kassign.timeline.metrics import (
@@ -121,8 +121,18 @@ class BenchRun:
         return (str(self.meta["profile"]), str(self.meta["scenario"]), mode_of(self.meta))
 
     def events(self) -> list[Event]:
-        """The recorded events, in time order (partitions of the run's one topic as ``topic``)."""
-        return sorted(read_events(self.path / "events.jsonl.gz", default_topic=TOPIC), key=lambda e: e.t)
+        """The recorded events, in time order, their partitions under the simulator's topic names
+        (:func:`~kassign.sim.calibration.harness.bench_topics`: the run's one topic as ``topic``, a
+        recording's several ``<tag>-t<i>`` as ``topic-t<i>``)."""
+        events = sorted(read_events(self.path / "events.jsonl.gz", default_topic=TOPIC), key=lambda e: e.t)
+        names = list(bench_topics(self.meta))
+        if len(names) == 1:
+            return events
+        renamed = _recorded_topic_names(events, names)
+        for event in events:
+            if event.parts:
+                event.parts = [TopicPartition(renamed[tp.topic], tp.partition) for tp in event.parts]
+        return events
 
 
 def load_bench_runs(root: str | Path = BENCH_RECORDINGS, *, reps: Iterable[int] | None = None) -> list[BenchRun]:
@@ -188,8 +198,20 @@ def bench_metrics(
     )
 
 
+def _recorded_topic_names(events: Sequence[Event], names: Sequence[str]) -> dict[str, str]:
+    """Recorded topic -> simulator topic: ``<tag>-t<i>`` is the run's ``i``-th topic (``names[i]``)."""
+    out: dict[str, str] = {}
+    for topic in sorted({tp.topic for e in events if e.parts for tp in e.parts}):
+        _, _, index = topic.rpartition("-t")
+        if not index.isdigit() or int(index) >= len(names):
+            raise ValueError(f"recorded topic {topic!r} is not one of the run's {len(names)} topics <tag>-t<i>")
+        out[topic] = names[int(index)]
+    return out
+
+
 def _partitions(meta: Mapping[str, Any]) -> list[TopicPartition]:
-    return [TopicPartition(TOPIC, p) for p in range(int(meta.get("partitions", 24)))]
+    """Every partition of the run's topics (:func:`~kassign.sim.calibration.harness.bench_topics`)."""
+    return [TopicPartition(topic, p) for topic, count in bench_topics(meta).items() for p in range(count)]
 
 
 def recorded_bench_metrics(run: BenchRun) -> BenchMetrics:

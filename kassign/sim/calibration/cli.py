@@ -2,7 +2,8 @@
 benchmark recordings from the command line -- recorded vs simulated medians per cell
 (:mod:`kassign.sim.calibration.benchmark`), a refit of the presets (:mod:`kassign.sim.calibration.fit`), or
 the markdown report; ``--protocol consumer`` does the same for the KIP-848 model
-(:mod:`kassign.sim.calibration.consumer_protocol`)."""
+(:mod:`kassign.sim.calibration.consumer_protocol`); ``--recordings DIR`` predicts every run of
+``benchmarks/group_size.py`` recorded there (:mod:`kassign.sim.calibration.group_size`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ from kassign.sim.calibration.consumer_protocol import (
     fit_consumer_presets,
 )
 from kassign.sim.calibration.fit import FITTED_BY_CLIENT, fit_presets
+from kassign.sim.calibration.group_size import (
+    compare_group_sizes,
+    format_group_sizes,
+    format_summary,
+    group_size_report,
+)
 from kassign.sim.config import KAFKA44_PRESETS
 
 __all__ = ["main"]
@@ -62,7 +69,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--report", type=Path, default=None, help="write the markdown report (held-out and fitted repetitions) here"
     )
+    ap.add_argument(
+        "--recordings",
+        type=Path,
+        default=None,
+        help="predict every run of benchmarks/group_size.py recorded in this directory with the presets as "
+        "they are and compare each cell's mean and median with the recordings (with --report: write it there)",
+    )
+    ap.add_argument(
+        "--members", default=None, help="with --recordings: comma-separated group sizes to compare (default all)"
+    )
     args = ap.parse_args(argv)
+    if args.recordings is not None:
+        try:
+            sizes = None if args.members is None else [int(m) for m in args.members.split(",") if m.strip()]
+        except ValueError:
+            ap.error(f"--members must be comma-separated numbers, got {args.members!r}")
+        return _group_sizes(args.recordings, sizes, report_to=args.report)
     reps: list[int] | None = None
     if args.reps is not None:
         try:
@@ -93,6 +116,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = compare_cells(runs, lambda run: bench_config(run.meta, **presets[client_of(run.meta) or "java"]))
     print(format_cells(rows))
     print(json.dumps(summary(rows), indent=1))
+    return 0
+
+
+def _group_sizes(root: Path, sizes: list[int] | None, *, report_to: Path | None) -> int:
+    if report_to is not None:
+        report_to.write_text(group_size_report(root, members=sizes))
+        return 0
+    runs = [r for r in load_bench_runs(root) if sizes is None or int(r.meta.get("members", 6)) in sizes]
+    rows = compare_group_sizes(runs, progress=lambda name: print(name, file=sys.stderr))
+    print(format_summary(rows))
+    print()
+    print(format_group_sizes(rows))
     return 0
 
 

@@ -11,6 +11,12 @@ settle and fires the next restart. :class:`HarnessInputs` holds what of this dep
 machine the recording ran on (how long new processes took to subscribe, how long the harness took
 to release a replacement and to move on after a settle); :func:`harness_inputs` reads it from a
 recording, and :class:`BenchSimulation` replays it.
+
+``benchmarks/group_size.py``'s recordings say more in their meta.json: the group's full size
+(``members``), how many members a scale-out adds or a scale-in removes (``change``), the partition
+counts of its several topics (``topics``) and how many members a rolling restart restarts
+(``restart_sample``); their newcomers were started beforehand and subscribe at the trigger. Without
+those keys a recording is the original benchmark's: 3 -> 6 and 6 -> 3 members on one topic.
 """
 
 from __future__ import annotations
@@ -27,7 +33,15 @@ from kassign.sim.scenarios import Scenario
 from kassign.sim.simulator import Simulation
 from kassign.timeline.events import OWNERSHIP_EVENTS, Event
 
-__all__ = ["SCENARIOS", "TOPIC", "HarnessInputs", "harness_inputs", "BenchSimulation", "BenchRunResult"]
+__all__ = [
+    "SCENARIOS",
+    "TOPIC",
+    "HarnessInputs",
+    "harness_inputs",
+    "bench_topics",
+    "BenchSimulation",
+    "BenchRunResult",
+]
 
 SCENARIOS = ("scale-out", "scale-in", "crash", "rolling-restart")
 TOPIC = "topic"
@@ -49,10 +63,16 @@ class HarnessInputs:
     ``start_s``: the first members' ``subscribed``, slot by slot (``m1``, ``m2``...), after the first
     of them (the harness starts their processes one after another, and how the group forms decides
     who owns which partitions when the change comes); ``launch_s``: a scale-out's new members'
-    ``subscribed`` after the trigger (their processes start at it); ``release_s``: per restart, the
+    ``subscribed`` after the trigger (their processes start at it, or, started and held ready
+    beforehand, are released at it); ``release_s``: per restart, the
     replacement's ``subscribed`` after its predecessor's ``closed``; ``gap_s``: per restart after
     the first, from the previous restart's settle to the harness's phase wait (its ``wait_settled``,
     the next replacement's start-up until ``ready``, and its polling).
+
+    ``members`` are those the group starts with (a scale-out's before its newcomers); ``change`` the
+    members a scale-in stops (0: half of them, the original benchmark's); ``topics`` the partition
+    counts of the group's topics (empty: one topic of ``partitions``); ``restart_sample`` how many
+    members a rolling restart restarts (0: all).
     """
 
     scenario: str
@@ -63,6 +83,9 @@ class HarnessInputs:
     launch_s: tuple[float, ...] = ()
     release_s: tuple[float, ...] = ()
     gap_s: tuple[float, ...] = ()
+    change: int = 0
+    topics: tuple[int, ...] = ()
+    restart_sample: int = 0
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -71,13 +94,55 @@ class HarnessInputs:
             raise ValueError(f"phase must be in [0, 1), got {self.phase!r}")
         if self.start_s and (len(self.start_s) != self.members or min(self.start_s) < 0):
             raise ValueError(f"start_s needs {self.members} offsets of at least 0, got {self.start_s!r}")
+        if self.topics and sum(self.topics) != self.partitions:
+            raise ValueError(f"topics {self.topics!r} do not add up to {self.partitions} partitions")
+        if not 0 <= self.change < max(self.members, 1) or not 0 <= self.restart_sample <= self.members:
+            raise ValueError(
+                f"need 0 <= change < members and 0 <= restart_sample <= members, got change {self.change}, "
+                f"restart_sample {self.restart_sample} of {self.members} members"
+            )
+
+    @property
+    def layout(self) -> dict[str, int]:
+        """The group's topics, simulator name -> partition count (:func:`bench_topics`)."""
+        return topic_layout(self.topics or (self.partitions,))
+
+    @property
+    def leaving(self) -> int:
+        """Members a scale-in stops."""
+        return self.change or self.members // 2
+
+    @property
+    def restarts(self) -> int:
+        """Members a rolling restart restarts, one after the other."""
+        return self.restart_sample or self.members
+
+
+def topic_layout(counts: Sequence[int]) -> dict[str, int]:
+    """Simulator topic names for these partition counts: one topic is ``TOPIC`` (the original
+    benchmark's); several are ``TOPIC-t0``, ``TOPIC-t1``..., named like the recorded ``<tag>-t<i>`` so that
+    they sort the same way (the assignors order partitions by topic name)."""
+    if len(counts) == 1:
+        return {TOPIC: int(counts[0])}
+    return {f"{TOPIC}-t{i}": int(count) for i, count in enumerate(counts)}
+
+
+def bench_topics(meta: Mapping[str, Any]) -> dict[str, int]:
+    """A recording's topics in the simulator, name -> partition count: meta.json's ``topics`` when it
+    has them, else one topic of ``partitions`` (24 by default)."""
+    counts = meta.get("topics") or [meta.get("partitions", 24)]
+    return topic_layout([int(c) for c in counts])
 
 
 def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessInputs:
     """What the harness did in a recorded run (its meta.json and its events, in time order)."""
     scenario = str(meta["scenario"])
     triggers = [float(t) for t in meta["triggers"]]
-    members = 3 if scenario == "scale-out" else 6
+    # The original benchmark's runs say none of this: 3 -> 6 and 6 -> 3 on one topic, every member restarted.
+    size = int(meta.get("members", 6))
+    change = int(meta.get("change", size // 2))
+    members = size - change if scenario == "scale-out" else size
+    topics = bench_topics(meta)
     first = {e.id: e.t for e in reversed(events) if e.ev == "subscribed" and e.t < triggers[0]}
     slots = [first.get(f"m{slot + 1}") for slot in range(members)]
     known = [t for t in slots if t is not None]
@@ -86,14 +151,17 @@ def harness_inputs(meta: Mapping[str, Any], events: Sequence[Event]) -> HarnessI
         "scenario": scenario,
         "members": members,
         "start_s": start_s,
-        "partitions": int(meta.get("partitions", 24)),
+        "partitions": sum(topics.values()),
         "phase": float(meta["phase"]),
+        "change": change if "change" in meta else 0,
+        "topics": tuple(topics.values()) if "topics" in meta else (),
     }
     if scenario == "scale-out":
         subscribed = sorted(e.t - triggers[0] for e in events if e.ev == "subscribed" and e.t >= triggers[0])
         return HarnessInputs(**common, launch_s=tuple(round(s, 6) for s in subscribed))
     if scenario != "rolling-restart":
         return HarnessInputs(**common)
+    common["restart_sample"] = int(meta.get("restart_sample", 0))
     bounds = [*triggers, float(meta["end"])]
     release: list[float] = []
     gaps: list[float] = []
@@ -122,9 +190,7 @@ class BenchSimulation(Simulation):
     """A simulated group driven by the benchmark's harness (see the module docstring)."""
 
     def __init__(self, inputs: HarnessInputs, config: SimConfig, *, seed: int = 0, name: str = "") -> None:
-        super().__init__(
-            Scenario(members=inputs.members, topics={TOPIC: inputs.partitions}, seed=seed, name=name), config, None
-        )
+        super().__init__(Scenario(members=inputs.members, topics=inputs.layout, seed=seed, name=name), config, None)
         self.inputs = inputs
         self.triggers: list[float] = []
         self.finished_at: float | None = None
@@ -243,7 +309,9 @@ class BenchSimulation(Simulation):
 
     def _scale_in(self) -> None:
         self.loop.after(
-            self.latency("spawn_ms"), self._stop, self._slots(range(self.inputs.members // 2, self.inputs.members))
+            self.latency("spawn_ms"),
+            self._stop,
+            self._slots(range(self.inputs.members - self.inputs.leaving, self.inputs.members)),
         )
 
     def _stop(self, members: Sequence[SimMember]) -> None:
@@ -268,7 +336,7 @@ class BenchSimulation(Simulation):
             self.loop.after(release + 1e-9, self._when_settled, settled)
 
         def settled(t: float) -> None:
-            if index + 1 >= self.inputs.members:
+            if index + 1 >= self.inputs.restarts:
                 self._finish(t)
             else:
                 gap = self.inputs.gap_s[index] if index < len(self.inputs.gap_s) else STABLE_S

@@ -1,0 +1,385 @@
+"""The simulator against ``benchmarks/group_size.py``'s recordings: groups of 6, 24 and 96 members (issue 28).
+
+Each recorded run (``n<members>-<profile>-<scenario>-<mode>-r<k>``) is replayed through the benchmark's
+harness (:mod:`kassign.sim.calibration.harness`, which reads the group's size, change, topics and
+restart sample from meta.json) under the presets as they are -- fitted on the original benchmark's
+groups of 6, never on these -- and measured the benchmark's way on both sides: unowned
+partition-seconds, settle time, rounds and partitions moved. :func:`compare_group_sizes` sets the mean
+and the median over a cell's runs of each, recorded against simulated, beside how well the recordings
+reproduce themselves (:meth:`GroupSizeCell.spread`): a prediction within 25 % of a cell whose own runs
+scatter further than that is not owed. ``python -m kassign.sim.calibration --recordings DIR [--report
+FILE]`` prints or writes the comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kassign.sim.bench_meta import BENCH_MODES, bench_config, mode_of
+from kassign.sim.calibration.benchmark import (
+    DRAWS,
+    BenchRun,
+    _partitions,
+    bench_metrics,
+    load_bench_runs,
+    simulate_bench,
+)
+from kassign.sim.calibration.harness import bench_topics
+from kassign.sim.config import SimConfig
+from kassign.timeline.events import Event
+from kassign.timeline.metrics import count_generations
+
+__all__ = [
+    "GROUP_SIZE_METRICS",
+    "BOUND",
+    "MIN_RUNS",
+    "EXTRA_MODES",
+    "group_size_mode",
+    "group_size_config",
+    "GroupSizeRow",
+    "GroupSizeCell",
+    "bench_rounds",
+    "recorded_row",
+    "simulated_row",
+    "compare_group_sizes",
+    "format_group_sizes",
+    "group_size_misses",
+    "group_size_report",
+]
+
+#: Compared per cell, each as the mean and the median over the cell's runs.
+GROUP_SIZE_METRICS = ("unowned_ps", "settle_s", "rounds", "moved")
+STATS = ("mean", "median")
+#: A prediction passes within this fraction of the recorded statistic (every metric, ``moved`` and
+#: ``rounds`` too: at 96 members hundreds of partitions move, and equality would be noise).
+BOUND = 0.25
+#: Fewer runs than this say nothing about how a cell reproduces itself.
+MIN_RUNS = 3
+#: ``benchmarks/rebalance.py`` modes that :data:`~kassign.sim.bench_meta.MODE_NAMES` does not name yet:
+#: mode -> (its short name, the mode it is simulated as); the differences come from meta.json keys
+#: (:func:`group_size_config`).
+EXTRA_MODES = {"consumer+interval-0": ("kip848-i0", "consumer")}
+
+
+def group_size_mode(meta: Mapping[str, Any]) -> str:
+    """A run's mode, short name (``fast``, ``kip848-i0``...)."""
+    mode = str(meta.get("mode", ""))
+    return EXTRA_MODES[mode][0] if mode in EXTRA_MODES else mode_of(meta)
+
+
+def group_size_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
+    """:func:`~kassign.sim.bench_meta.bench_config` of a run, :data:`EXTRA_MODES` as the mode they are
+    simulated as, and a KIP-848 group's ``assignment_interval_ms`` (the broker's
+    ``consumer.assignment.interval.ms``) from meta.json when the run set it."""
+    mode = str(meta.get("mode", ""))
+    base = {**meta, "mode": EXTRA_MODES[mode][1]} if mode in EXTRA_MODES else meta
+    interval = meta.get("assignment_interval_ms")
+    if interval is not None and BENCH_MODES[mode_of(base)].group_protocol == "consumer":
+        overrides = {"assignment_interval_ms": float(interval), **overrides}
+    return bench_config(base, **overrides)
+
+
+@dataclass(frozen=True)
+class GroupSizeRow:
+    """One timeline's row: ``benchmarks/rebalance.py``'s ``unowned_ps``, ``settle_s``, ``rounds``
+    (generations members received assignments in after the trigger) and ``moved``."""
+
+    unowned_ps: float
+    settle_s: float
+    rounds: int
+    moved: int
+
+
+def bench_rounds(events: Iterable[Event], start: float, end: float) -> int:
+    """The benchmark's rounds (``count_generations`` of the events from the first trigger ``start`` to
+    ``end``, generations seen before it not counted). The simulator's classic members stamp their
+    generation on ``sync``, not on the assign callback that follows it, so a callback without one
+    takes its member's last ``sync``'s (real members and KIP-848's stamp theirs)."""
+    last_sync: dict[str, Any] = {}
+    stamped: list[Event] = []
+    for e in sorted(events, key=lambda e: e.t):
+        if e.ev == "sync" and e.extra.get("gen") is not None:
+            last_sync[e.id] = e.extra["gen"]
+        elif e.ev == "cb_assigned":
+            if e.extra.get("gen") is None and e.id in last_sync:
+                e = Event(e.id, e.t, e.ev, e.parts, {**e.extra, "gen": last_sync[e.id]})
+            stamped.append(e)
+    return count_generations([e for e in stamped if start <= e.t < end], earlier=[e for e in stamped if e.t < start])
+
+
+def _row(events: Sequence[Event], triggers: Sequence[float], end: float, run: BenchRun) -> GroupSizeRow:
+    metrics = bench_metrics(events, triggers, end, _partitions(run.meta))
+    return GroupSizeRow(metrics.unowned_ps, metrics.settle_s, bench_rounds(events, triggers[0], end), metrics.moved)
+
+
+def recorded_row(run: BenchRun) -> GroupSizeRow:
+    """The recorded run's row, recomputed from its events (its meta.json ``result``'s numbers)."""
+    return _row(run.events(), run.meta["triggers"], float(run.meta["end"]), run)
+
+
+def simulated_row(run: BenchRun, config: SimConfig | None = None, *, draws: int = DRAWS) -> GroupSizeRow:
+    """The simulated run's row: with per-batch processing or heartbeat lateness (which draw random
+    batch times or jitter), the median over ``draws`` seeds, as
+    :func:`~kassign.sim.calibration.benchmark.simulated_bench_metrics` does."""
+    config = config or group_size_config(run.meta)
+    draws = draws if config.processing().busy or config.latency_ms("heartbeat_lag_ms") > 0 else 1
+    rows = []
+    for draw in range(draws):
+        result = simulate_bench(run, config, draw=draw)
+        rows.append(_row(result.events, result.triggers, result.end, run))
+    if len(rows) == 1:
+        return rows[0]
+    return GroupSizeRow(
+        unowned_ps=statistics.median(r.unowned_ps for r in rows),
+        settle_s=statistics.median(r.settle_s for r in rows),
+        rounds=statistics.median_low(r.rounds for r in rows),
+        moved=statistics.median_low(r.moved for r in rows),
+    )
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile, linear between the closest ranks (the benchmark's ``percentile``)."""
+    ordered = sorted(values)
+    k = q * (len(ordered) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def _within(recorded: float, other: float, bound: float) -> bool:
+    if recorded == 0:
+        return other == 0
+    return abs(other - recorded) / abs(recorded) <= bound
+
+
+@dataclass
+class GroupSizeCell:
+    """One cell (members, profile, scenario, mode): each metric's values over its runs, recorded and
+    simulated (the same runs, in the same order)."""
+
+    cell: tuple[int, str, str, str]
+    partitions: int
+    runs: list[str] = field(default_factory=list)
+    recorded: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    simulated: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def stat(self, side: str, metric: str, how: str) -> float:
+        """The ``mean`` or ``median`` of ``metric`` over the runs, ``side`` ``recorded`` or ``simulated``."""
+        values = (self.recorded if side == "recorded" else self.simulated)[metric]
+        return statistics.fmean(values) if how == "mean" else float(statistics.median(values))
+
+    def rel_err(self, metric: str, how: str) -> float:
+        """(simulated - recorded) / recorded of the statistic (0 when both are 0)."""
+        r, s = self.stat("recorded", metric, how), self.stat("simulated", metric, how)
+        if r == 0:
+            return 0.0 if s == 0 else math.inf
+        return (s - r) / r
+
+    def predicted(self, metric: str, how: str, bound: float = BOUND) -> bool:
+        """Whether the simulated statistic is within ``bound`` of the recorded one."""
+        return _within(self.stat("recorded", metric, how), self.stat("simulated", metric, how), bound)
+
+    def spread(self, metric: str) -> float | None:
+        """How far the recorded runs scatter: (p90 - p10) / median (0 when all are equal, inf when the
+        median is 0 and they are not); None with fewer than :data:`MIN_RUNS` runs."""
+        values = self.recorded[metric]
+        if len(values) < MIN_RUNS:
+            return None
+        width = _quantile(values, 0.9) - _quantile(values, 0.1)
+        median = float(statistics.median(values))
+        if width == 0:
+            return 0.0
+        return math.inf if median == 0 else width / abs(median)
+
+    def reproducible(self, metric: str, bound: float = BOUND) -> bool | None:
+        """Whether the recordings reproduce themselves within ``bound``: the middle 80 % of the runs
+        lies in a band no wider than ``2 * bound`` of their median (as if every run were within
+        ``bound`` of a common value), so that the median or mean of another five runs would be too;
+        None when there are too few runs to tell."""
+        spread = self.spread(metric)
+        return None if spread is None else spread <= 2 * bound
+
+
+def compare_group_sizes(
+    runs: Iterable[BenchRun],
+    configure: Callable[[BenchRun], SimConfig] | None = None,
+    *,
+    draws: int = DRAWS,
+    progress: Callable[[str], None] | None = None,
+) -> list[GroupSizeCell]:
+    """Every run recorded and simulated (each under ``configure(run)``, default its
+    :func:`group_size_config`), grouped by cell; ``progress(name)`` after each run."""
+    cells: dict[tuple[int, str, str, str], GroupSizeCell] = {}
+    for run in sorted(runs, key=lambda r: r.name):
+        key = (
+            int(run.meta.get("members", 6)),
+            str(run.meta["profile"]),
+            str(run.meta["scenario"]),
+            group_size_mode(run.meta),
+        )
+        cell = cells.setdefault(key, GroupSizeCell(key, sum(bench_topics(run.meta).values())))
+        rec = recorded_row(run)
+        sim = simulated_row(run, configure(run) if configure else None, draws=draws)
+        cell.runs.append(run.name)
+        for metric in GROUP_SIZE_METRICS:
+            cell.recorded[metric].append(getattr(rec, metric))
+            cell.simulated[metric].append(getattr(sim, metric))
+        if progress is not None:
+            progress(run.name)
+    return [cells[k] for k in sorted(cells, key=_cell_order)]
+
+
+_SCENARIO_ORDER = ("scale-out", "scale-in", "crash", "rolling-restart")
+_MODE_ORDER = ("eager", "coop", "fast", "static", "kip848", "kip848-i0", "java", "rdkafka", "java848", "rdkafka848")
+
+
+def _cell_order(key: tuple[int, str, str, str]) -> tuple[Any, ...]:
+    members, profile, scenario, mode = key
+    return (
+        members,
+        profile,
+        _SCENARIO_ORDER.index(scenario) if scenario in _SCENARIO_ORDER else 99,
+        _MODE_ORDER.index(mode) if mode in _MODE_ORDER else 99,
+        mode,
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _err(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:+.0%}"
+
+
+def _verdict(row: GroupSizeCell, metric: str, bound: float) -> str:
+    """``mean/median`` pass marks and whether the recordings reproduce themselves."""
+    marks = "/".join("ok" if row.predicted(metric, how, bound) else "MISS" for how in STATS)
+    repro = row.reproducible(metric, bound)
+    return f"{marks} ({'?' if repro is None else 'reproduces' if repro else 'scatters'})"
+
+
+def format_group_sizes(rows: Sequence[GroupSizeCell], bound: float = BOUND) -> str:
+    """Markdown: one table per metric, per cell the recorded and simulated mean and median, their
+    errors, the recordings' spread and the verdict."""
+    out: list[str] = []
+    for metric in GROUP_SIZE_METRICS:
+        out += [
+            f"### {metric}",
+            "",
+            "| members | partitions | profile | scenario | mode | runs | rec mean | sim mean | err | rec median "
+            "| sim median | err | spread (p90-p10)/median | mean/median within 25 % (recordings) |",
+            "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in rows:
+            members, profile, scenario, mode = row.cell
+            spread = row.spread(metric)
+            shown = "–" if spread is None else ("inf" if math.isinf(spread) else f"{spread:.2f}")
+            out.append(
+                f"| {members} | {row.partitions} | {profile} | {scenario} | {mode} | {len(row.runs)} | "
+                f"{_num(row.stat('recorded', metric, 'mean'))} | {_num(row.stat('simulated', metric, 'mean'))} | "
+                f"{_err(row.rel_err(metric, 'mean'))} | {_num(row.stat('recorded', metric, 'median'))} | "
+                f"{_num(row.stat('simulated', metric, 'median'))} | {_err(row.rel_err(metric, 'median'))} | "
+                f"{shown} | {_verdict(row, metric, bound)} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def group_size_misses(
+    rows: Sequence[GroupSizeCell], bound: float = BOUND
+) -> tuple[list[tuple[GroupSizeCell, str, str]], list[tuple[GroupSizeCell, str, str]]]:
+    """(cell, metric, statistic) the simulator misses by more than ``bound``: first where the cell's
+    recordings reproduce themselves (the misses that count), then where they scatter or are too few."""
+    owed: list[tuple[GroupSizeCell, str, str]] = []
+    excused: list[tuple[GroupSizeCell, str, str]] = []
+    for row in rows:
+        for metric in GROUP_SIZE_METRICS:
+            for how in STATS:
+                if not row.predicted(metric, how, bound):
+                    (owed if row.reproducible(metric, bound) else excused).append((row, metric, how))
+    return owed, excused
+
+
+def _name(row: GroupSizeCell) -> str:
+    members, profile, scenario, mode = row.cell
+    return f"{members} {profile} {scenario} {mode}"
+
+
+def format_summary(rows: Sequence[GroupSizeCell], bound: float = BOUND) -> str:
+    """Per group size and metric: cells whose median (and mean) the simulator predicts within ``bound``,
+    cells whose recordings reproduce themselves, and the prediction's score on those."""
+    lines = [
+        "| members | metric | cells | median within 25 % | mean within 25 % | recordings reproduce themselves "
+        "| median within 25 % there | mean within 25 % there |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for members in sorted({row.cell[0] for row in rows}):
+        mine = [row for row in rows if row.cell[0] == members]
+        for metric in GROUP_SIZE_METRICS:
+            repro = [row for row in mine if row.reproducible(metric, bound)]
+            lines.append(
+                f"| {members} | {metric} | {len(mine)} | "
+                f"{sum(r.predicted(metric, 'median', bound) for r in mine)} | "
+                f"{sum(r.predicted(metric, 'mean', bound) for r in mine)} | {len(repro)} | "
+                f"{sum(r.predicted(metric, 'median', bound) for r in repro)} / {len(repro)} | "
+                f"{sum(r.predicted(metric, 'mean', bound) for r in repro)} / {len(repro)} |"
+            )
+    return "\n".join(lines)
+
+
+def _miss_line(row: GroupSizeCell, metric: str, how: str) -> str:
+    spread = row.spread(metric)
+    scatter = "too few runs" if spread is None else f"spread {spread:.2f}"
+    return (
+        f"- {_name(row)}, {metric} {how}: recorded {_num(row.stat('recorded', metric, how))}, simulated "
+        f"{_num(row.stat('simulated', metric, how))} ({_err(row.rel_err(metric, how))}; {scatter})"
+    )
+
+
+def group_size_report(root: str | Path, *, members: Iterable[int] | None = None, title: str = "") -> str:
+    """The markdown report of every run under ``root`` (``members``: only groups of these sizes)."""
+    wanted = None if members is None else set(members)
+    runs = [r for r in load_bench_runs(root) if wanted is None or int(r.meta.get("members", 6)) in wanted]
+    if not runs:
+        raise ValueError(f"no recorded runs under {root}" + (f" of {sorted(wanted)} members" if wanted else ""))
+    rows = compare_group_sizes(runs)
+    owed, excused = group_size_misses(rows)
+    lines = [
+        f"# {title or 'The simulator against the group-size benchmark recordings'}",
+        "",
+        f"Written by `python -m kassign.sim.calibration --recordings {root} --report FILE` "
+        f"({len(runs)} runs in {len(rows)} cells). Every recorded run is replayed through the benchmark's "
+        "harness (the group forms as it did, the trigger at the run's phase, a scale-out's newcomers "
+        "subscribing when they did) under `KAFKA44_PRESETS` / `KAFKA44_CONSUMER_PRESETS` as they are, "
+        "fitted on the original benchmark's groups of 6 (3 -> 6, one topic of 24 partitions, session 1.5 s, "
+        "heartbeat 250 ms), never on these runs, and measured the benchmark's way on both sides. "
+        f"A statistic passes within {BOUND:.0%} of the recorded one (every metric, rounds and moves too). "
+        f"A cell's recordings *reproduce themselves* in a metric when their spread, (p90 - p10) / median over "
+        f"its runs, is at most {2 * BOUND:g}: the middle 80 % of the runs lie in a band of ±{BOUND:.0%} "
+        f"around a common value, so another set of runs would land within {BOUND:.0%}; with fewer than "
+        f"{MIN_RUNS} runs a cell cannot tell (`?`).",
+        "",
+        "## Summary",
+        "",
+        format_summary(rows),
+        "",
+        "## Misses where the recordings reproduce themselves",
+        "",
+        *([_miss_line(*m) for m in owed] or ["none"]),
+        "",
+        "## Misses where they scatter (or there are too few runs to tell)",
+        "",
+        *([_miss_line(*m) for m in excused] or ["none"]),
+        "",
+        "## Per cell",
+        "",
+        format_group_sizes(rows),
+    ]
+    return "\n".join(lines).rstrip() + "\n"
