@@ -6,9 +6,9 @@ restart sample from meta.json) under the presets as they are -- fitted on the or
 groups of 6, never on these -- and measured the benchmark's way on both sides: unowned
 partition-seconds, settle time, rounds and partitions moved. :func:`compare_group_sizes` sets the mean
 and the median over a cell's runs of each, recorded against simulated, beside how well the recordings
-reproduce themselves (:meth:`GroupSizeCell.spread`): a prediction within 25 % of a cell whose own runs
-scatter further than that is not owed. ``python -m kassign.sim.calibration --recordings DIR [--report
-FILE]`` prints or writes the comparison.
+reproduce themselves (:meth:`GroupSizeCell.reproducible`: runs repeated at the same trigger phase agree
+within 25 %): a prediction within 25 % of a cell whose own repetitions disagree further is not owed.
+``python -m kassign.sim.calibration --recordings DIR [--report FILE]`` prints or writes the comparison.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from kassign.timeline.metrics import count_generations
 __all__ = [
     "GROUP_SIZE_METRICS",
     "BOUND",
-    "MIN_RUNS",
     "EXTRA_MODES",
     "group_size_mode",
     "group_size_config",
@@ -59,8 +58,6 @@ STATS = ("mean", "median")
 #: A prediction passes within this fraction of the recorded statistic (every metric, ``moved`` and
 #: ``rounds`` too: at 96 members hundreds of partitions move, and equality would be noise).
 BOUND = 0.25
-#: Fewer runs than this say nothing about how a cell reproduces itself.
-MIN_RUNS = 3
 #: ``benchmarks/rebalance.py`` modes that :data:`~kassign.sim.bench_meta.MODE_NAMES` does not name yet:
 #: mode -> (its short name, the mode it is simulated as); the differences come from meta.json keys
 #: (:func:`group_size_config`).
@@ -143,15 +140,6 @@ def simulated_row(run: BenchRun, config: SimConfig | None = None, *, draws: int 
     )
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile, linear between the closest ranks (the benchmark's ``percentile``)."""
-    ordered = sorted(values)
-    k = q * (len(ordered) - 1)
-    lo = int(k)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
 def _within(recorded: float, other: float, bound: float) -> bool:
     if recorded == 0:
         return other == 0
@@ -161,11 +149,12 @@ def _within(recorded: float, other: float, bound: float) -> bool:
 @dataclass
 class GroupSizeCell:
     """One cell (members, profile, scenario, mode): each metric's values over its runs, recorded and
-    simulated (the same runs, in the same order)."""
+    simulated (the same runs, in the same order), and each run's trigger phase."""
 
     cell: tuple[int, str, str, str]
     partitions: int
     runs: list[str] = field(default_factory=list)
+    phases: list[float] = field(default_factory=list)
     recorded: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     simulated: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
@@ -185,25 +174,42 @@ class GroupSizeCell:
         """Whether the simulated statistic is within ``bound`` of the recorded one."""
         return _within(self.stat("recorded", metric, how), self.stat("simulated", metric, how), bound)
 
-    def spread(self, metric: str) -> float | None:
-        """How far the recorded runs scatter: (p90 - p10) / median (0 when all are equal, inf when the
-        median is 0 and they are not); None with fewer than :data:`MIN_RUNS` runs."""
+    def spread(self, metric: str) -> tuple[float, bool] | None:
+        """How far runs that should agree disagree, as max / min (1 when equal, inf when one is 0 and
+        another not), and whether that is over runs at the same trigger phase (True) or, no phase having
+        been recorded twice, over all the runs (False); None with fewer than two runs.
+
+        The benchmark sweeps the trigger's phase in the heartbeat interval (1/6, 1/2, 5/6 in turn), and
+        the settle time follows it by design (up to a heartbeat interval of waiting): only runs at the
+        same phase are repetitions of one another."""
         values = self.recorded[metric]
-        if len(values) < MIN_RUNS:
-            return None
-        width = _quantile(values, 0.9) - _quantile(values, 0.1)
-        median = float(statistics.median(values))
-        if width == 0:
-            return 0.0
-        return math.inf if median == 0 else width / abs(median)
+        by_phase: dict[float, list[float]] = defaultdict(list)
+        for phase, value in zip(self.phases, values):
+            by_phase[round(phase, 3)].append(value)
+        repeated = [vs for vs in by_phase.values() if len(vs) > 1]
+        if repeated:
+            return max(_ratio(vs) for vs in repeated), True
+        return (_ratio(values), False) if len(values) > 1 else None
 
     def reproducible(self, metric: str, bound: float = BOUND) -> bool | None:
-        """Whether the recordings reproduce themselves within ``bound``: the middle 80 % of the runs
-        lies in a band no wider than ``2 * bound`` of their median (as if every run were within
-        ``bound`` of a common value), so that the median or mean of another five runs would be too;
-        None when there are too few runs to tell."""
+        """Whether the recordings reproduce themselves within ``bound``: at every trigger phase recorded
+        more than once, the runs are within ``bound`` of one another (max / min at most ``1 + bound``).
+        With no phase repeated, True if all the runs are (phase or not), else None: nothing says."""
         spread = self.spread(metric)
-        return None if spread is None else spread <= 2 * bound
+        if spread is None:
+            return None
+        ratio, same_phase = spread
+        if ratio <= 1 + bound:
+            return True
+        return False if same_phase else None
+
+
+def _ratio(values: Sequence[float]) -> float:
+    """max / min of ``values`` (1 when all are equal; inf when the smallest is 0 and the largest not)."""
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return 1.0
+    return math.inf if lo <= 0 else hi / lo
 
 
 def compare_group_sizes(
@@ -227,6 +233,7 @@ def compare_group_sizes(
         rec = recorded_row(run)
         sim = simulated_row(run, configure(run) if configure else None, draws=draws)
         cell.runs.append(run.name)
+        cell.phases.append(float(run.meta["phase"]))
         for metric in GROUP_SIZE_METRICS:
             cell.recorded[metric].append(getattr(rec, metric))
             cell.simulated[metric].append(getattr(sim, metric))
@@ -254,6 +261,15 @@ def _num(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
+def _spread(row: GroupSizeCell, metric: str) -> str:
+    """The recorded max / min, ``(all)`` when no phase was recorded twice."""
+    spread = row.spread(metric)
+    if spread is None:
+        return "–"
+    ratio, same_phase = spread
+    return ("inf" if math.isinf(ratio) else f"{ratio:.2f}") + ("" if same_phase else " (all)")
+
+
 def _err(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:+.0%}"
 
@@ -262,7 +278,7 @@ def _verdict(row: GroupSizeCell, metric: str, bound: float) -> str:
     """``mean/median`` pass marks and whether the recordings reproduce themselves."""
     marks = "/".join("ok" if row.predicted(metric, how, bound) else "MISS" for how in STATS)
     repro = row.reproducible(metric, bound)
-    return f"{marks} ({'?' if repro is None else 'reproduces' if repro else 'scatters'})"
+    return f"{marks} ({'?' if repro is None else 'reproduces' if repro else 'does not'})"
 
 
 def format_group_sizes(rows: Sequence[GroupSizeCell], bound: float = BOUND) -> str:
@@ -274,13 +290,12 @@ def format_group_sizes(rows: Sequence[GroupSizeCell], bound: float = BOUND) -> s
             f"### {metric}",
             "",
             "| members | partitions | profile | scenario | mode | runs | rec mean | sim mean | err | rec median "
-            "| sim median | err | spread (p90-p10)/median | mean/median within 25 % (recordings) |",
+            "| sim median | err | recorded max/min (same phase) | mean/median within 25 % (recordings) |",
             "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for row in rows:
             members, profile, scenario, mode = row.cell
-            spread = row.spread(metric)
-            shown = "–" if spread is None else ("inf" if math.isinf(spread) else f"{spread:.2f}")
+            shown = _spread(row, metric)
             out.append(
                 f"| {members} | {row.partitions} | {profile} | {scenario} | {mode} | {len(row.runs)} | "
                 f"{_num(row.stat('recorded', metric, 'mean'))} | {_num(row.stat('simulated', metric, 'mean'))} | "
@@ -296,7 +311,7 @@ def group_size_misses(
     rows: Sequence[GroupSizeCell], bound: float = BOUND
 ) -> tuple[list[tuple[GroupSizeCell, str, str]], list[tuple[GroupSizeCell, str, str]]]:
     """(cell, metric, statistic) the simulator misses by more than ``bound``: first where the cell's
-    recordings reproduce themselves (the misses that count), then where they scatter or are too few."""
+    recordings reproduce themselves (the misses that count), then where they do not or cannot tell."""
     owed: list[tuple[GroupSizeCell, str, str]] = []
     excused: list[tuple[GroupSizeCell, str, str]] = []
     for row in rows:
@@ -335,8 +350,7 @@ def format_summary(rows: Sequence[GroupSizeCell], bound: float = BOUND) -> str:
 
 
 def _miss_line(row: GroupSizeCell, metric: str, how: str) -> str:
-    spread = row.spread(metric)
-    scatter = "too few runs" if spread is None else f"spread {spread:.2f}"
+    scatter = f"recorded max/min {_spread(row, metric)}"
     return (
         f"- {_name(row)}, {metric} {how}: recorded {_num(row.stat('recorded', metric, how))}, simulated "
         f"{_num(row.stat('simulated', metric, how))} ({_err(row.rel_err(metric, how))}; {scatter})"
@@ -361,10 +375,13 @@ def group_size_report(root: str | Path, *, members: Iterable[int] | None = None,
         "fitted on the original benchmark's groups of 6 (3 -> 6, one topic of 24 partitions, session 1.5 s, "
         "heartbeat 250 ms), never on these runs, and measured the benchmark's way on both sides. "
         f"A statistic passes within {BOUND:.0%} of the recorded one (every metric, rounds and moves too). "
-        f"A cell's recordings *reproduce themselves* in a metric when their spread, (p90 - p10) / median over "
-        f"its runs, is at most {2 * BOUND:g}: the middle 80 % of the runs lie in a band of ±{BOUND:.0%} "
-        f"around a common value, so another set of runs would land within {BOUND:.0%}; with fewer than "
-        f"{MIN_RUNS} runs a cell cannot tell (`?`).",
+        "The benchmark sweeps the trigger's phase in the heartbeat interval (1/6, 1/2, 5/6 of it in turn, "
+        "r1 and r4 at 1/6, r2 and r5 at 1/2), and settle time follows the phase by design, so only runs at "
+        f"the same phase repeat one another: a cell's recordings *reproduce themselves* in a metric when at "
+        f"every phase recorded twice the runs are within {BOUND:.0%} of each other (max/min at most "
+        f"{1 + BOUND:g}); a cell with no phase recorded twice (three runs) reproduces itself if all its runs "
+        "are within that, and cannot tell otherwise (`?`). The simulator replays each run at its own phase, "
+        "so its mean and median are over the same phases as the recorded ones.",
         "",
         "## Summary",
         "",
@@ -374,7 +391,7 @@ def group_size_report(root: str | Path, *, members: Iterable[int] | None = None,
         "",
         *([_miss_line(*m) for m in owed] or ["none"]),
         "",
-        "## Misses where they scatter (or there are too few runs to tell)",
+        "## Misses where they do not (or cannot tell)",
         "",
         *([_miss_line(*m) for m in excused] or ["none"]),
         "",
