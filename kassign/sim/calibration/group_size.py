@@ -379,7 +379,7 @@ def group_size_report(root: str | Path, *, members: Iterable[int] | None = None,
         "r1 and r4 at 1/6, r2 and r5 at 1/2), and settle time follows the phase by design, so only runs at "
         f"the same phase repeat one another: a cell's recordings *reproduce themselves* in a metric when at "
         f"every phase recorded twice the runs are within {BOUND:.0%} of each other (max/min at most "
-        f"{1 + BOUND:g}); a cell with no phase recorded twice (three runs) reproduces itself if all its runs "
+        f"{1 + BOUND:g}); a cell with no phase recorded twice (fewer than four runs) reproduces itself if all its runs "
         "are within that, and cannot tell otherwise (`?`). The simulator replays each run at its own phase, "
         "so its mean and median are over the same phases as the recorded ones.",
         "",
