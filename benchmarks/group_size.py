@@ -145,7 +145,12 @@ def load_runs(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[Run
     return cells
 
 
-def draw_figure(cells: Mapping[tuple[int, str, str, str], Sequence[RunResult]], path: Path, profile: str) -> None:
+def draw_figure(
+    cells: Mapping[tuple[int, str, str, str], Sequence[RunResult]],
+    path: Path,
+    profile: str,
+    scenarios: Sequence[str] = SCENARIOS,
+) -> None:
     """Unowned partition-seconds and settle time (means, with the 90th percentile as a whisker) against the
     group size, one line per mode, one column per scenario."""
     import matplotlib
@@ -153,7 +158,7 @@ def draw_figure(cells: Mapping[tuple[int, str, str, str], Sequence[RunResult]], 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    scenarios = [s for s in SCENARIOS if any(k[1] == profile and k[2] == s for k in cells)]
+    scenarios = [s for s in scenarios if any(k[1] == profile and k[2] == s for k in cells)]
     fig, axes = plt.subplots(2, len(scenarios), figsize=(4.2 * len(scenarios), 6.4), squeeze=False)
     for col, scenario in enumerate(scenarios):
         for row, (metric, label) in enumerate((("unowned_ps", "unowned partition-s"), ("settle_s", "settle s"))):
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = load_runs(args.from_json)
         print(format_tables(cells, {}))
         if args.figure:
-            draw_figure(cells, args.figure, args.profiles[0])
+            draw_figure(cells, args.figure, args.profiles[0], args.scenarios)
         return 0
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -329,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     table = format_tables(cells, failures)
     if args.figure and cells:
-        draw_figure(cells, args.figure, args.profiles[0])
+        draw_figure(cells, args.figure, args.profiles[0], args.scenarios)
     print(
         f"\nsession {args.session_ms} ms, heartbeat {args.heartbeat_ms} ms, {args.rate_per_partition:g} records/s "
         f"per partition (at most {args.max_rate:g}); {time.time() - started:.0f} s in all\n"
