@@ -55,13 +55,15 @@ class ScaleIn:
 class RollingRestart:
     """Every live member in turn closes and starts again ``down_s`` later; the next member goes
     ``interval_s`` after the previous one is back. ``leader_last`` restarts the group leader last,
-    as deploy tooling does for Connect-style delayed reassignment (a departing leader starts no delay)."""
+    as deploy tooling does for Connect-style delayed reassignment (a departing leader starts no delay).
+    ``count`` restarts only the first ``count`` live members (a sample of a large group; None: all)."""
 
     down_s: float = 1.0
     interval_s: float = 5.0
     after_s: float = 10.0
     phase: float | None = None
     leader_last: bool = False
+    count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -187,14 +189,29 @@ SCENARIO_KINDS = (
 )
 
 
-def make_scenario(kind: str, members: int, partitions: int, *, seed: int = 0, topic: str = "topic") -> Scenario:
+def make_scenario(
+    kind: str,
+    members: int,
+    partitions: int,
+    *,
+    seed: int = 0,
+    topic: str = "topic",
+    change_fraction: float = 0.5,
+    restart_count: int | None = None,
+) -> Scenario:
     """A named scenario on a one-topic group of ``members`` members and ``partitions`` partitions.
 
-    The trigger's heartbeat phase is drawn from ``seed`` so that repetitions sample it.
+    The trigger's heartbeat phase is drawn from ``seed`` so that repetitions sample it. A scale-out
+    adds, a scale-in closes ``change_fraction`` of the members (rounded down, at least one); a rolling
+    restart restarts the first ``restart_count`` members (None: all).
     """
+    if not 0 < change_fraction <= 1:
+        raise ValueError(f"change_fraction must be in (0, 1], got {change_fraction!r}")
+    if restart_count is not None and restart_count < 1:
+        raise ValueError(f"restart_count must be >= 1 or None, got {restart_count!r}")
     rng = random.Random(seed)
     phase = rng.random()
-    grow = max(1, members // 2)
+    grow = max(1, int(members * change_fraction))
     base = Scenario(members=members, topics={topic: partitions}, seed=seed, name=kind)
     if kind == "scale_out":
         return base.then(ScaleOut(grow, phase=phase))
@@ -203,7 +220,7 @@ def make_scenario(kind: str, members: int, partitions: int, *, seed: int = 0, to
     if kind == "scale_out_in":  # the recorded groups' shape: grow, settle, shrink back
         return base.then(ScaleOut(members, phase=phase), ScaleIn(members, after_s=12.0, phase=rng.random()))
     if kind == "rolling_restart":
-        return base.then(RollingRestart(phase=phase))
+        return base.then(RollingRestart(phase=phase, count=restart_count))
     if kind == "crash":
         return base.then(Crash(phase=phase))
     if kind == "flap":

@@ -260,6 +260,8 @@ class _Simulation:
             live = self.live()
             if step.leader_last:
                 live = sorted(live, key=lambda m: m.id == self.coordinator.leader)  # stable: others keep their order
+            if step.count is not None:
+                live = live[: step.count]
             self._restart_next([m.name for m in live], step)
         elif isinstance(step, Flap):
             picked = self._pick(step.member)
@@ -323,7 +325,8 @@ class _Simulation:
             if isinstance(step, ScaleOut):
                 size += step.count
             elif isinstance(step, RollingRestart):
-                total += size * (step.down_s + step.interval_s)
+                restarted = size if step.count is None else min(size, step.count)
+                total += restarted * (step.down_s + step.interval_s)
             elif isinstance(step, Flap):
                 total += step.times * (step.down_s + step.up_s)
             total += self.heartbeat_s  # phase alignment

@@ -1,7 +1,11 @@
 """kassign sweep and kassign analyze.
 
     kassign sweep examples/grids/small.yaml --master 'local[*]' --out out/sweep
+    kassign sweep GRID.yaml --change-fraction 0.25 --restart-count 24 --out out/at-scale
     kassign analyze data/rebalance-timelines/* --out out/recorded
+
+A sweep's scale_out adds and its scale_in closes --change-fraction of the members (default half); its
+rolling_restart restarts --restart-count members (default all), for large groups.
 
 Both write phases/ (one row per scenario phase), events/ (the timelines) and aggregates/ as
 Parquet under --out, plus report.html with its PNG plots and aggregates.json. --master takes any
@@ -68,15 +72,31 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("grid", type=Path, help="grid YAML (see examples/grids)")
+    p.add_argument(
+        "--change-fraction",
+        type=finite_float("the change fraction", 0, 1, low_inclusive=False),
+        default=0.5,
+        help="share of the members a scale_out adds and a scale_in closes (default 0.5)",
+    )
+    p.add_argument(
+        "--restart-count",
+        type=int,
+        default=None,
+        help="a rolling_restart restarts only this many members (default: every member)",
+    )
     _common(p)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     _check_out(args.out)
+    if args.restart_count is not None and args.restart_count < 1:
+        raise CLIError(f"--restart-count {args.restart_count}", "give at least 1")
     from kassign.spark.grid import expand_grid, grid_axes, load_grid
 
     grid = load_grid(args.grid)
     specs = expand_grid(grid)
     if not specs:
         raise CLIError(f"{args.grid} expands to no scenario", "give each axis at least one value")
+    for spec in specs:
+        spec.update(change_fraction=args.change_fraction, restart_count=args.restart_count)
     from kassign.spark.pipeline import run_sweep, spark_session
     from kassign.spark.report import write_report
 
@@ -97,6 +117,8 @@ def sweep_main(argv: Sequence[str] | None = None) -> int:
         "grid file": str(args.grid),
         **grid_axes(grid),
         "config": grid.get("config") or {},
+        "scale-out/scale-in fraction": args.change_fraction,
+        "members restarted": "all" if args.restart_count is None else args.restart_count,
         "Spark master": args.master,
     }
     page = write_report(

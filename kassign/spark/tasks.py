@@ -106,7 +106,15 @@ def run_spec(spec: dict[str, Any], *, with_events: bool = True) -> tuple[list[di
             "client": spec["client"],
         }
     )
-    scenario = make_scenario(spec["scenario"], int(spec["members"]), int(spec["partitions"]), seed=int(spec["seed"]))
+    restart_count = spec.get("restart_count")
+    scenario = make_scenario(
+        spec["scenario"],
+        int(spec["members"]),
+        int(spec["partitions"]),
+        seed=int(spec["seed"]),
+        change_fraction=float(spec.get("change_fraction", 0.5)),
+        restart_count=None if restart_count is None else int(restart_count),
+    )
     labels = {
         "scenario_id": int(spec["scenario_id"]),
         "source": "sim",
