@@ -41,3 +41,10 @@ def test_the_readmes_size_table_is_the_recordings() -> None:
             u = summary([r.unowned_ps for r in runs])
             shown = row[head.index(f"{title} mean / p90")].strip("*")
             assert shown == f"{u['mean']:.1f} / {u['p90']:.1f}", (members, row[1], title)
+
+
+def test_the_heartbeat_table_is_what_the_benchmark_prints_for_its_results() -> None:
+    """The KIP-848 section's runs at a 250 ms heartbeat are kept apart: another timing."""
+    (hb250,) = (ROOT / "benchmarks" / "results").glob("group-size-2026-11-27-kafka44hb250-*.json")
+    assert hb250 not in RESULTS
+    assert format_tables(load_runs([hb250]), {}) in (ROOT / "docs" / "scale.md").read_text()
