@@ -55,6 +55,7 @@ from benchmarks.rebalance import (  # noqa: E402
     RunResult,
     _client_versions,
     _csv,
+    failed_run_line,
     percentile,
     run_once,
 )
@@ -320,10 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 except Exception as exc:  # one failed run must not end the table
                     failures[key] = failures.get(key, 0) + 1
-                    tqdm.write(
-                        f"{members} {profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
-                        f"{(str(exc).splitlines() or [''])[0]}"
-                    )
+                    tqdm.write(failed_run_line(f"{members} {profile} {scenario} {mode}", exc))
                     continue
                 cells.setdefault(key, []).append(result)
                 tqdm.write(

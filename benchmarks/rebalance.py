@@ -525,6 +525,11 @@ def format_spread(
     return "\n".join(lines)
 
 
+def failed_run_line(label: str, exc: BaseException) -> str:
+    """The one line a failed run gets in the progress output (the table counts it as failed)."""
+    return f"{label}: FAILED {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else ("1.00" if a == b else "inf")
 
@@ -676,10 +681,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 except Exception as exc:  # one failed run (a group that never settles...) must not end the table
                     failures[key] = failures.get(key, 0) + 1
-                    tqdm.write(
-                        f"{profile} {scenario} {mode}: FAILED {type(exc).__name__}: "
-                        f"{(str(exc).splitlines() or [''])[0]}"
-                    )
+                    tqdm.write(failed_run_line(f"{profile} {scenario} {mode}", exc))
                     continue
                 cells.setdefault(key, []).append(result)
                 tqdm.write(
