@@ -232,6 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated, of {', '.join(MODES)} (default {','.join(DEFAULT_MODES)})",
     )
     ap.add_argument("--repeat", type=int, default=5, help="runs per cell (default 5)")
+    ap.add_argument(
+        "--first-rep",
+        type=int,
+        default=1,
+        help="number of the first repetition (default 1): more runs of a recorded set go on from its last number, "
+        "with the seed and trigger phase that repetition would have had",
+    )
     ap.add_argument("--rate-per-partition", type=float, default=25.0)
     ap.add_argument("--max-rate", type=float, default=2400.0, help="records per second in all, at most")
     ap.add_argument("--restart-sample", type=int, default=24, help="members a rolling restart restarts, at most")
@@ -264,13 +271,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.first_rep < 1:
+        ap.error(f"--first-rep must be at least 1, got {args.first_rep}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from tqdm import tqdm
 
     # Repetitions outermost and cells interleaved: a slow spell of the machine spreads over every cell.
     plan = [
         (k, n, p, s, m)
-        for k in range(args.repeat)
+        for k in range(args.first_rep - 1, args.first_rep - 1 + args.repeat)
         for n in args.sizes
         for p in args.profiles
         for s in args.scenarios
