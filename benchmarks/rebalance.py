@@ -70,6 +70,7 @@ from integration.timeline_checks import double_ownership, processed_offsets  # n
 from integration.topics import create_topic  # noqa: E402
 from kassign.broker import open_broker  # noqa: E402
 from kassign.model import TopicPartition  # noqa: E402
+from kassign.sim.bench_meta import MODE_NAMES  # noqa: E402
 from kassign.timeline.events import Event  # noqa: E402
 from kassign.timeline.metrics import (  # noqa: E402
     GONE_EVENTS,
@@ -140,18 +141,9 @@ SCENARIOS = ("scale-out", "scale-in", "crash", "rolling-restart")
 PROFILES = {"instant": (0, 0), "process": (250, 750)}
 #: Where in the heartbeat interval after the last assignment each repetition fires its trigger.
 PHASES = (1 / 6, 1 / 2, 5 / 6)
-SHORT = {
-    "eager": "eager",
-    "cooperative": "coop",
-    "cooperative+fast-follow-up": "fast",
-    "cooperative+static": "static",
-    "java-cooperative": "java",
-    "librdkafka-cooperative": "rdkafka",
-    "consumer": "kip848",
-    "consumer+interval-0": "kip848-i0",
-    "java-consumer": "java848",
-    "librdkafka-consumer": "rdkafka848",
-}
+#: The modes' short names (run directories, progress lines): the recordings' names the simulator's
+#: calibration reads, and the KIP-848 group with its assignment interval at 0.
+SHORT = {**MODE_NAMES, "consumer+interval-0": "kip848-i0"}
 
 
 def plain_cooperative_consumer(**config: Any) -> Any:
