@@ -92,42 +92,16 @@ class CommitGuard:
             self._membership_moved_fut = create_future()
         await asyncio.wait([self._membership_moved_fut], timeout=timeout_s)
 
-    async def _wait_for_membership(
-        self,
-        done: Callable[[], bool],
-        *,
-        issued_after: int,
-        exc: Errors.KafkaError,
-        deadline: float,
-        timed_out: str,
-        nudge: Callable[[], None] | None = None,
-    ) -> None:
-        """Until ``done()``, checked whenever the membership moves (at least every 10 retry backoffs),
-        for a commit that met a rebalance: a reset meanwhile refuses the commit; past ``deadline``
-        (``time.monotonic()``) or once closing, aiokafka's retriable RebalanceInProgressError saying
-        ``timed_out``. ``nudge``: called before each wait (e.g. to send a heartbeat now)."""
-        while not done():
-            if self._resets != issued_after:
-                raise self._membership_lost_error() from exc
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.closing:
-                raise rebalance_in_progress(timed_out) from exc
-            if nudge is not None:
-                nudge()
-            await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
-
     def reset_generation(self) -> None:
         self._resets += 1
         super().reset_generation()  # type: ignore[misc]
         self._membership_moved()
 
-    @property
-    def closing(self) -> bool:
-        """Whether ``close()`` has begun."""
+    def _closing_now(self) -> bool:
         return close_started(self)
 
     async def ensure_coordinator_known(self) -> None:
-        if self.coordinator_id is None and self.closing:
+        if self.coordinator_id is None and self._closing_now():
             await self._look_up_coordinator_once()
             return
         await super().ensure_coordinator_known()  # type: ignore[misc]
@@ -157,7 +131,7 @@ class CommitGuard:
         refused: Exception | None = None
         rebalance_met_at: float | None = None  # the first rebalance this commit met: its waits end a timeout later
         while True:
-            if self.closing and deadline is None:
+            if self._closing_now() and deadline is None:
                 deadline = time.monotonic() + self._rebalance_timeout_ms / 1000
             await self.ensure_coordinator_known()
             sent_under = self._commit_issued_under()

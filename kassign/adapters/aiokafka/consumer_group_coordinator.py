@@ -48,7 +48,7 @@ from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from kassign.adapters.aiokafka.commit_guard import CommitGuard
+from kassign.adapters.aiokafka.commit_guard import CommitGuard, rebalance_in_progress
 from kassign.adapters.aiokafka.handover import (
     aio_partitions,
     call_listener,
@@ -57,7 +57,7 @@ from kassign.adapters.aiokafka.handover import (
     kassign_partitions,
     pause,
 )
-from kassign.adapters.aiokafka.internals import poll_waiting
+from kassign.adapters.aiokafka.internals import close_started, poll_waiting
 from kassign.adapters.aiokafka.listener_hooks import ConsumerGroupHooks
 from kassign.membership.consumer_group import (
     ERROR_NAMES,
@@ -226,6 +226,10 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
     def owned_partitions(self) -> frozenset[AioTopicPartition]:
         """The partitions this member consumes right now."""
         return self._held
+
+    @property
+    def closing(self) -> bool:
+        return close_started(self)
 
     def _on_metadata_change(self) -> None:
         # Partition counts and pattern matches change on the broker's side of this protocol: nothing
@@ -727,16 +731,19 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         """Until the heartbeat brought an epoch newer than ``sent_epoch`` (the STALE_MEMBER_EPOCH answer
         woke it); at most the rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable
         RebalanceInProgressError."""
-        await self._wait_for_membership(
-            lambda: self._member.in_group and self._member.member_epoch > sent_epoch,
-            issued_after=issued_after,
-            exc=exc,
-            deadline=rebalance_met_at + self._member.rebalance_timeout_ms / 1000,
-            timed_out=f"group {self.group_id}: commit answered STALE_MEMBER_EPOCH (sent at epoch {sent_epoch}) and "
-            f"no newer epoch came within {self._member.rebalance_timeout_ms} ms; commit again after the next "
-            "getmany()",
-            nudge=self._heartbeat_wake.set,
-        )
+        deadline = rebalance_met_at + self._member.rebalance_timeout_ms / 1000
+        while not (self._member.in_group and self._member.member_epoch > sent_epoch):
+            if self._resets != issued_after:
+                raise self._membership_lost_error() from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.closing:
+                raise rebalance_in_progress(
+                    f"group {self.group_id}: commit answered STALE_MEMBER_EPOCH (sent at epoch {sent_epoch}) and no "
+                    f"newer epoch came within {self._member.rebalance_timeout_ms} ms; commit again after the next "
+                    "getmany()"
+                ) from exc
+            self._heartbeat_wake.set()
+            await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
 
     async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
         """OffsetCommit v9+ with this member's id and epoch: the broker refuses it once the member is

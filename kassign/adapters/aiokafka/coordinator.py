@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -69,7 +70,7 @@ from kassign.adapters.aiokafka.group_protocol import (
     replica_racks,
 )
 from kassign.adapters.aiokafka.handover import aio_partitions, call_listener, install, kassign_partitions, pause
-from kassign.adapters.aiokafka.internals import wait_for_metadata
+from kassign.adapters.aiokafka.internals import close_started, wait_for_metadata
 from kassign.adapters.aiokafka.listener_hooks import call_hook
 from kassign.adapters.aiokafka.static_heartbeat import (
     FENCED_INSTANCE_ID,
@@ -246,6 +247,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         self._leave_in_flight: asyncio.Future[None] | None = None
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
+
+    @property
+    def closing(self) -> bool:
+        """Whether ``close()`` has begun."""
+        return close_started(self)
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -681,14 +687,17 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     ) -> None:
         """Until a round completed after the commit was sent (the member knows what it kept); at most the
         rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable RebalanceInProgressError."""
-        await self._wait_for_membership(
-            lambda: self._rounds_completed > sent_rounds and not self._joining,
-            issued_after=issued_after,
-            exc=exc,
-            deadline=rebalance_met_at + self._rebalance_timeout_ms / 1000,
-            timed_out=f"group {self.group_id}: commit met a rebalance that did not complete within "
-            f"rebalance_timeout_ms={self._rebalance_timeout_ms}; commit again after the next getmany()",
-        )
+        deadline = rebalance_met_at + self._rebalance_timeout_ms / 1000
+        while self._rounds_completed <= sent_rounds or self._joining:
+            if self._resets != issued_after:
+                raise self._membership_lost_error() from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.closing:
+                raise rebalance_in_progress(
+                    f"group {self.group_id}: commit met a rebalance that did not complete within rebalance_timeout_ms="
+                    f"{self._rebalance_timeout_ms}; commit again after the next getmany()"
+                ) from exc
+            await self._wait_membership_moved(min(remaining, self._retry_backoff_ms / 1000 * 10))
 
     # -- static members ----------------------------------------------------------------------
 
