@@ -191,6 +191,13 @@ class SimConfig:
     partitions marks every assignment, and a kassign member that receives the mark rejoins as
     soon as its revocations are done. ``kassign_members`` names the members (``m1``...) that run
     kassign in a mixed group (None: all of them); the others behave as ``client`` says.
+
+    ``cpu_cores`` models the members' processes and the broker sharing that many cores
+    (:mod:`kassign.sim.contention`): each wake-up (a heartbeat timer, a broker's answer) waits for a
+    core, ``cpu_wait_ms`` on average per process beyond the cores, and each reaction to a broker's
+    answer takes ``member_cpu_ms`` of a core, first come first served; so heartbeats drift apart and
+    rounds take longer the larger the group. None (the default): no contention, the client latencies
+    alone.
     """
 
     assignor: str = "cooperative-sticky"
@@ -221,6 +228,9 @@ class SimConfig:
     kassign_members: tuple[str, ...] | None = None
     group_protocol: str = "classic"  # "consumer": KIP-848, the broker assigns (see GROUP_PROTOCOLS)
     assignment_interval_ms: float = 1000.0  # consumer.assignment.interval.ms (KIP-1263; Kafka 4.4's default)
+    cpu_cores: int | None = None  # cores the members' processes and the broker share (None: no contention)
+    cpu_wait_ms: float = 0.0  # mean wake-up wait per process beyond the cores (kassign.sim.contention)
+    member_cpu_ms: float = 0.0  # core time of a member's reaction to a broker's answer (kassign.sim.contention)
 
     def __post_init__(self) -> None:
         if self.broker not in BROKER_MODELS:
@@ -250,6 +260,10 @@ class SimConfig:
                     f"{f.name} must be a finite number of milliseconds from 0 to {MAX_MS:,} "
                     f"(Kafka's int32 limit), got {value!r}"
                 )
+        if self.cpu_cores is not None and (
+            isinstance(self.cpu_cores, bool) or not isinstance(self.cpu_cores, int) or self.cpu_cores < 1
+        ):
+            raise ValueError(f"cpu_cores must be a whole number of cores from 1, or None, got {self.cpu_cores!r}")
         if self.processing_max_ms is not None and self.processing_max_ms < self.processing_ms:
             raise ValueError(
                 f"processing_max_ms ({self.processing_max_ms!r}) must not be below processing_ms "

@@ -15,13 +15,18 @@ what it now owns. Where the poll loop comes in, per client (``client``):
 
 ``close()`` waits for the batch in hand, revokes everything, and leaves with epoch -1 at once; a
 crash sends nothing and the broker finds out from the session timeout.
+
+With CPU contention (``contention``, :mod:`kassign.sim.contention`; off unless
+``SimConfig.cpu_cores`` is set) each heartbeat the timer sends is late by a wait for a core, which
+carries over (the next is due an interval after it was sent), and a new assignment is reconciled only
+once the member is woken and served by a core.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kassign.membership.consumer_group import (
     ConsumerGroupMember,
@@ -38,12 +43,16 @@ from kassign.sim.member import CLIENT_KINDS, GroupContext, SimulationError
 from kassign.sim.poll_loop import PollLoop
 from kassign.sim.processing import Processing
 
+if TYPE_CHECKING:
+    from kassign.sim.contention import CpuContention
+
 __all__ = ["ConsumerGroupSimMember"]
 
 
 class ConsumerGroupSimMember:
     """One incarnation of a KIP-848 consumer: ``name`` is its id in the timeline (``m1``...), ``id``
-    its member id (a new one per restart). ``client``: one of :data:`~kassign.sim.member.CLIENT_KINDS`."""
+    its member id (a new one per restart). ``client``: one of :data:`~kassign.sim.member.CLIENT_KINDS`;
+    ``contention``: see the module docstring."""
 
     def __init__(
         self,
@@ -56,6 +65,7 @@ class ConsumerGroupSimMember:
         processing: Processing | None = None,
         rng: random.Random | None = None,
         rebalance_timeout_ms: int = 300_000,
+        contention: CpuContention | None = None,
     ) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
@@ -74,6 +84,11 @@ class ConsumerGroupSimMember:
         self._reconciliation: Timer | None = None
         self._closing = False
         self._leaving = False  # partitions given up; the next heartbeat leaves
+        # CPU contention's waits, from a generator of its own (seeded from the batches' one without
+        # drawing from it), and the wait of the heartbeat the timer sends next.
+        self.contention = contention
+        self._cpu_rng = random.Random(hash(self.poll.rng.getstate()[1]) + 2)
+        self._late_s = 0.0
 
     @property
     def generation(self) -> int:
@@ -173,6 +188,8 @@ class ConsumerGroupSimMember:
         self._heartbeat_timer = None
         self.next_heartbeat_t = None
         if delay is not None:
+            if delay > 0:
+                delay += self._late_s  # a timer's wake-up waits for a core (0 without contention)
             self.next_heartbeat_t = ctx.loop.now + delay
             self._heartbeat_timer = ctx.loop.after(delay, self._send_heartbeat, background=True)
 
@@ -182,6 +199,8 @@ class ConsumerGroupSimMember:
         if request is None:
             return
         self._last_sent = self.ctx.loop.now
+        if self.contention is not None:
+            self._late_s = self.contention.lateness_s(self._cpu_rng)
         self.ctx.loop.after(
             self.ctx.latency("network_ms"), self.ctx.coordinator.heartbeat, self, request, background=True
         )
@@ -229,10 +248,11 @@ class ConsumerGroupSimMember:
         if rec is None:
             return
         ctx = self.ctx
+        woken = 0.0 if self.contention is None else self.contention.reaction_s(ctx.loop.now, self._cpu_rng)
         if self.client == "aiokafka":
-            self._reconciliation = ctx.loop.after(ctx.latency("poll_ms"), self._revoke, rec)
+            self._reconciliation = ctx.loop.after(ctx.latency("poll_ms") + woken, self._revoke, rec)
         else:  # the listener runs in the application thread, inside poll()
-            self._reconciliation = self.poll.at_next_poll(self._revoke, rec, extra_s=ctx.latency("poll_ms"))
+            self._reconciliation = self.poll.at_next_poll(self._revoke, rec, extra_s=ctx.latency("poll_ms") + woken)
 
     def _revoke(self, rec: Reconciliation) -> None:
         ctx = self.ctx

@@ -45,6 +45,11 @@ after the others); and ``commit_interval_s``, the application's periodic OffsetC
 classic member's session alive as a heartbeat does (a crashed member's session ends one session
 timeout after its last heartbeat *or* commit).
 
+With CPU contention (``contention``, :mod:`kassign.sim.contention`; off unless
+``SimConfig.cpu_cores`` is set) each heartbeat is also late by a wait for a core, which carries over
+to the next (the timer restarts from the heartbeat sent), and the member handles a heartbeat's news of
+a rebalance, a JoinGroup answer and a SyncGroup answer only once woken and served by a core.
+
 kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
 heartbeat wait before a cooperative follow-up rebalance: a kassign leader whose assignor withholds
 partitions marks every assignment, and a marked member rejoins right after its revocations.
@@ -64,6 +69,7 @@ from kassign.sim.poll_loop import PollLoop
 from kassign.sim.processing import Processing
 
 if TYPE_CHECKING:
+    from kassign.sim.contention import CpuContention
     from kassign.sim.coordinator import JoinResponse, SyncResponse
     from kassign.sim.engine import EventLoop, Timer
 
@@ -106,7 +112,7 @@ class SimMember:
     broker member id (a new one per restart, as a real consumer gets). ``fast_follow_up``: a
     kassign consumer that sets and acts on the follow-up mark. ``client``: one of
     :data:`CLIENT_KINDS`; ``processing``: its work per poll batch, drawn from ``rng``;
-    ``heartbeat_lag_s`` and ``commit_interval_s``: see the module docstring."""
+    ``heartbeat_lag_s``, ``commit_interval_s`` and ``contention``: see the module docstring."""
 
     def __init__(
         self,
@@ -123,6 +129,7 @@ class SimMember:
         rng: random.Random | None = None,
         heartbeat_lag_s: float = 0.0,
         commit_interval_s: float | None = None,
+        contention: CpuContention | None = None,
     ) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
@@ -166,6 +173,9 @@ class SimMember:
         self._last_heartbeat: float | None = None
         self._assign_call_t: float | None = None
         self._timer_origin_s = random.Random(hash(words) + 1).uniform(0.0, LIBRDKAFKA_GENERIC_TIMER_S)
+        # CPU contention's waits, from a generator of its own too (no draws from the others).
+        self.contention = contention
+        self._cpu_rng = random.Random(hash(words) + 2)
 
     @property
     def owned(self) -> frozenset[TopicPartition]:
@@ -183,10 +193,16 @@ class SimMember:
         if self.client != "aiokafka":
             self.poll.hold_until(until)
 
-    def _when_polling(self, fn: Callable[..., Any], *args: Any, latency: bool = True) -> Timer:
+    def _when_polling(self, fn: Callable[..., Any], *args: Any, latency: bool = True, extra_s: float = 0.0) -> Timer:
         """Run ``fn`` at the next ``poll()``, plus the loop's own latency to act on what its heartbeat
-        learnt (``latency``; an event queued for ``poll()`` wakes an idle one at once)."""
-        return self.poll.at_next_poll(fn, *args, extra_s=self.ctx.latency("poll_ms") if latency else 0.0)
+        learnt (``latency``; an event queued for ``poll()`` wakes an idle one at once) and ``extra_s``."""
+        return self.poll.at_next_poll(fn, *args, extra_s=(self.ctx.latency("poll_ms") if latency else 0.0) + extra_s)
+
+    def _reaction_s(self) -> float:
+        """How long this member takes to get to a broker's answer under CPU contention (0 without)."""
+        if self.contention is None:
+            return 0.0
+        return self.contention.reaction_s(self.ctx.loop.now, self._cpu_rng)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -285,15 +301,16 @@ class SimMember:
             return False
         return self._lost or not self.core.cooperative or any(tp.topic not in self.topics for tp in self.owned)
 
-    def request_rejoin(self) -> None:
-        """Join again, when this client's loop gets to it; unless a join is already under way."""
+    def request_rejoin(self, extra_s: float = 0.0) -> None:
+        """Join again, when this client's loop gets to it (``extra_s`` later: a reaction's wait for a
+        core); unless a join is already under way."""
         if self.state in ("down", "joining", "syncing") or self._rejoin_timer is not None:
             return
         waits_for_poll = self.client == "java" or (self.client == "librdkafka" and self._gives_up_before_joining())
         if waits_for_poll:
-            self._rejoin_timer = self._when_polling(self._rejoin)
+            self._rejoin_timer = self._when_polling(self._rejoin, extra_s=extra_s)
         else:
-            self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("poll_ms"), self._rejoin)
+            self._rejoin_timer = self.ctx.loop.after(self.ctx.latency("poll_ms") + extra_s, self._rejoin)
 
     def _rejoin(self) -> None:
         """``onJoinPrepare`` then JoinGroup."""
@@ -358,7 +375,10 @@ class SimMember:
             fn(*args)
 
     def on_join_response(self, response: JoinResponse) -> None:
-        """JoinGroup answered: sync, handing in the assignment when leader."""
+        """JoinGroup answered: sync, handing in the assignment when leader (once woken, under contention)."""
+        if self.contention is not None:
+            self.ctx.loop.after(self._reaction_s(), self._in_poll, self._join_answered, response)
+            return
         self._in_poll(self._join_answered, response)
 
     def _join_answered(self, response: JoinResponse) -> None:
@@ -394,7 +414,11 @@ class SimMember:
         return decision.assignments
 
     def on_sync_response(self, response: SyncResponse) -> None:
-        """SyncGroup answered: adopt the assignment; the callbacks run as this client runs them."""
+        """SyncGroup answered: adopt the assignment; the callbacks run as this client runs them (once
+        woken, under contention)."""
+        if self.contention is not None:
+            self.ctx.loop.after(self._reaction_s(), self._in_poll, self._sync_answered, response)
+            return
         self._in_poll(self._sync_answered, response)
 
     def _sync_answered(self, response: SyncResponse) -> None:
@@ -520,10 +544,14 @@ class SimMember:
 
     def _heartbeat_period_s(self) -> float:
         """The heartbeat interval plus this heartbeat's lateness: uniform from 0 to twice
-        ``heartbeat_lag_s`` (a timer that wakes late, a busy loop), drawn per heartbeat."""
-        if self.heartbeat_lag_s <= 0:
-            return self.ctx.heartbeat_s
-        return self.ctx.heartbeat_s + self._hb_rng.uniform(0.0, 2 * self.heartbeat_lag_s)
+        ``heartbeat_lag_s`` (a timer that wakes late, a busy loop), drawn per heartbeat, plus under
+        CPU contention the wake-up's wait for a core."""
+        period = self.ctx.heartbeat_s
+        if self.heartbeat_lag_s > 0:
+            period += self._hb_rng.uniform(0.0, 2 * self.heartbeat_lag_s)
+        if self.contention is not None:
+            period += self.contention.lateness_s(self._cpu_rng)
+        return period
 
     def _librdkafka_wakeup(self, t: float) -> float:
         """When librdkafka's main thread next runs its group logic, at or after ``t``.
@@ -569,4 +597,4 @@ class SimMember:
         self.state = "unjoined"
         if error in FENCING_ERRORS:
             self._fenced(error)
-        self.request_rejoin()
+        self.request_rejoin(self._reaction_s())

@@ -19,6 +19,7 @@ from kassign.model import RebalanceProtocol, TopicPartition
 from kassign.sim.config import SimConfig
 from kassign.sim.consumer_group_coordinator import ConsumerGroupCoordinator
 from kassign.sim.consumer_group_member import ConsumerGroupSimMember
+from kassign.sim.contention import BROKER_PROCESSES, CpuContention
 from kassign.sim.coordinator import KafkaCoordinator, TansuCoordinator
 from kassign.sim.engine import EventLoop
 from kassign.sim.member import SimMember
@@ -147,6 +148,15 @@ class _Simulation:
             self.coordinator = TansuCoordinator(self.loop, **common)
         self.phase_starts: list[tuple[str, float]] = [("initial", 0.0)]
         self.processing = config.processing()
+        #: The members' processes and the broker sharing ``config.cpu_cores`` (None: no contention).
+        self.contention: CpuContention | None = None
+        if config.cpu_cores is not None:
+            self.contention = CpuContention(
+                config.cpu_cores,
+                config.cpu_wait_ms / 1000,
+                config.member_cpu_ms / 1000,
+                lambda: len(self.live()) + BROKER_PROCESSES,
+            )
 
     # -- GroupContext --------------------------------------------------------------------------
     def latency(self, name: str) -> float:
@@ -181,6 +191,7 @@ class _Simulation:
                 processing=self.processing,
                 rng=rng,
                 rebalance_timeout_ms=int(self.config.rebalance_timeout_ms),
+                contention=self.contention,
             )
         else:
             interval = self.config.commit_interval_ms
@@ -197,6 +208,7 @@ class _Simulation:
                 rng=rng,
                 heartbeat_lag_s=self.config.latency_ms("heartbeat_lag_ms") / 1000,
                 commit_interval_s=None if interval is None else interval / 1000,
+                contention=self.contention,
             )
         self.members[name] = member
         member.start()

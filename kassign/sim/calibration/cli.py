@@ -34,6 +34,7 @@ from kassign.sim.calibration.consumer_protocol import (
 from kassign.sim.calibration.fit import FITTED_BY_CLIENT, fit_presets
 from kassign.sim.calibration.group_size import (
     compare_group_sizes,
+    contention_configure,
     format_group_sizes,
     format_summary,
     group_size_report,
@@ -79,13 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--members", default=None, help="with --recordings: comma-separated group sizes to compare (default all)"
     )
+    ap.add_argument(
+        "--no-contention",
+        action="store_true",
+        help="with --recordings: simulate without CPU contention (measured on the groups of 6 otherwise)",
+    )
     args = ap.parse_args(argv)
     if args.recordings is not None:
         try:
             sizes = None if args.members is None else [int(m) for m in args.members.split(",") if m.strip()]
         except ValueError:
             ap.error(f"--members must be comma-separated numbers, got {args.members!r}")
-        return _group_sizes(args.recordings, sizes, report_to=args.report)
+        return _group_sizes(args.recordings, sizes, report_to=args.report, contention=not args.no_contention)
     reps: list[int] | None = None
     if args.reps is not None:
         try:
@@ -119,12 +125,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _group_sizes(root: Path, sizes: list[int] | None, *, report_to: Path | None) -> int:
+def _group_sizes(root: Path, sizes: list[int] | None, *, report_to: Path | None, contention: bool = True) -> int:
     if report_to is not None:
-        report_to.write_text(group_size_report(root, members=sizes))
+        report_to.write_text(group_size_report(root, members=sizes, contention=contention))
         return 0
-    runs = [r for r in load_bench_runs(root) if sizes is None or int(r.meta.get("members", 6)) in sizes]
-    rows = compare_group_sizes(runs, progress=lambda name: print(name, file=sys.stderr))
+    every = load_bench_runs(root)
+    runs = [r for r in every if sizes is None or int(r.meta.get("members", 6)) in sizes]
+    configure = contention_configure(every)[1] if contention else None  # None: not measurable there
+    rows = compare_group_sizes(runs, configure, progress=lambda name: print(name, file=sys.stderr))
     print(format_summary(rows))
     print()
     print(format_group_sizes(rows))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kassign.sim.bench_meta import bench_config
 from kassign.sim.calibration.benchmark import BenchRun, CellComparison, compare_cells
@@ -63,22 +63,27 @@ def measured_spawn_ms(runs: Sequence[BenchRun]) -> float:
     return round(statistics.median(delays) * 1000, 1)
 
 
-def measured_heartbeat_lag_ms(runs: Sequence[BenchRun], reaction_ms: float) -> float:
-    """How late, per interval, the heartbeats of eager survivors of a crash among ``runs`` run: each
-    survivor revokes at the heartbeat that tells it of the crash, ``k`` intervals after its last assign
-    callback plus ``reaction_ms`` (heartbeat to revocation) plus ``k`` times the lateness; the median
-    over survivors of that lateness (ms)."""
+def measured_heartbeat_lag_ms(
+    runs: Sequence[BenchRun], reaction_ms: float, *, scenarios: Collection[str] = ("crash",)
+) -> float:
+    """How late, per interval, the heartbeats of eager survivors of a crash (or of the other
+    ``scenarios``: a scale-in, a scale-out) among ``runs`` run: each survivor revokes at the heartbeat
+    that tells it of the change, ``k`` intervals after its last assign callback plus ``reaction_ms``
+    (heartbeat to revocation) plus ``k`` times the lateness; the median over survivors of that
+    lateness (ms). Members that close or crash after the trigger are not survivors."""
     lags: list[float] = []
     for run in runs:
-        if run.meta.get("scenario") != "crash" or run.cell[2] != "eager":
+        if run.meta.get("scenario") not in scenarios or run.meta.get("mode") != "eager":
             continue
         interval, trigger = float(run.meta.get("heartbeat_ms", 250)) / 1000, float(run.meta["triggers"][0])
         assigned: dict[str, float] = {}
         revoked: dict[str, float] = {}
-        for e in run.events():
+        events = run.events()
+        leaving = {e.id for e in events if e.ev in ("closing", "crash") and e.t >= trigger}
+        for e in events:
             if e.ev == "cb_assigned" and e.t < trigger:
                 assigned[e.id] = e.t
-            elif e.ev == "cb_revoked" and e.t > trigger:
+            elif e.ev == "cb_revoked" and e.t > trigger and e.id not in leaving:
                 revoked.setdefault(e.id, e.t)
         for member, t in revoked.items():
             waited = t - assigned[member]
@@ -86,7 +91,7 @@ def measured_heartbeat_lag_ms(runs: Sequence[BenchRun], reaction_ms: float) -> f
             if k > 0:
                 lags.append(((waited - k * interval) * 1000 - reaction_ms) / k)
     if not lags:
-        raise ValueError("no eager crash among the runs to measure heartbeat lateness on")
+        raise ValueError(f"no eager {' or '.join(sorted(scenarios))} among the runs to measure heartbeat lateness on")
     return round(statistics.median(lags), 2)
 
 

@@ -9,6 +9,12 @@ and the median over a cell's runs of each, recorded against simulated, beside ho
 reproduce themselves (:meth:`GroupSizeCell.reproducible`: runs repeated at the same trigger phase agree
 within 25 %): a prediction within 25 % of a cell whose own repetitions disagree further is not owed.
 ``python -m kassign.sim.calibration --recordings DIR [--report FILE]`` prints or writes the comparison.
+
+What grows with the group is CPU contention (:mod:`kassign.sim.contention`): every member was a Python
+process of its own on the recording machine's :data:`RECORDING_CORES` cores, beside the broker. Its two
+parameters are measured on the recordings' groups of :data:`MEASURED_AT_MEMBERS` only
+(:func:`measured_contention`), never on the larger ones, and the comparison runs with them
+(``contention=False``: without, the presets alone).
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from kassign.sim.calibration.benchmark import (
     load_bench_runs,
     simulate_bench,
 )
+from kassign.sim.calibration.fit import measured_heartbeat_lag_ms
 from kassign.sim.calibration.harness import bench_topics
-from kassign.sim.config import SimConfig
+from kassign.sim.config import SimConfig, kafka44_presets
+from kassign.sim.contention import BROKER_PROCESSES
 from kassign.timeline.events import Event
 from kassign.timeline.metrics import count_generations
 
@@ -41,6 +49,13 @@ __all__ = [
     "EXTRA_MODES",
     "group_size_mode",
     "group_size_config",
+    "RECORDING_CORES",
+    "MEASURED_AT_MEMBERS",
+    "MeasuredContention",
+    "measured_contention",
+    "measured_member_cpu_ms",
+    "contention_configure",
+    "revocation_spread_ms",
     "GroupSizeRow",
     "GroupSizeCell",
     "bench_rounds",
@@ -64,6 +79,13 @@ BOUND = 0.25
 EXTRA_MODES = {"consumer+interval-0": ("kip848-i0", "consumer")}
 
 
+#: The cores of the machine ``benchmarks/group_size.py`` recorded on (``nproc``): its members' processes
+#: and the broker shared them.
+RECORDING_CORES = 2
+#: The group size contention is measured at: the presets' (fitted on groups of 6).
+MEASURED_AT_MEMBERS = 6
+
+
 def group_size_mode(meta: Mapping[str, Any]) -> str:
     """A run's mode, short name (``fast``, ``kip848-i0``...)."""
     mode = str(meta.get("mode", ""))
@@ -80,6 +102,86 @@ def group_size_config(meta: Mapping[str, Any], **overrides: Any) -> SimConfig:
     if interval is not None and BENCH_MODES[mode_of(base)].group_protocol == "consumer":
         overrides = {"assignment_interval_ms": float(interval), **overrides}
     return bench_config(base, **overrides)
+
+
+@dataclass(frozen=True)
+class MeasuredContention:
+    """CPU contention's parameters as measured on groups of :data:`MEASURED_AT_MEMBERS`
+    (:func:`measured_contention`): ``cores``, ``member_cpu_ms`` (a member's core time per reaction),
+    ``heartbeat_lag_ms`` (the lateness per heartbeat interval measured there) and ``cpu_wait_ms`` (that
+    lateness per process beyond the cores, per core), from ``runs`` recorded runs."""
+
+    cores: int
+    member_cpu_ms: float
+    heartbeat_lag_ms: float
+    cpu_wait_ms: float
+    runs: int
+
+    def settings(self) -> dict[str, Any]:
+        """The :class:`SimConfig` settings that turn contention on."""
+        return {"cpu_cores": self.cores, "cpu_wait_ms": self.cpu_wait_ms, "member_cpu_ms": self.member_cpu_ms}
+
+
+def _measured_size(run: BenchRun) -> bool:
+    return int(run.meta.get("members", 6)) == MEASURED_AT_MEMBERS
+
+
+def measured_member_cpu_ms(runs: Iterable[BenchRun], cores: int = RECORDING_CORES) -> float:
+    """A member's core time per reaction to a broker's answer, from the scale-ins of eager and fast
+    among ``runs``: the broker answers every SyncGroup of a round at once, and the members' assign
+    callbacks follow one another ``member_cpu_ms / cores`` apart; the median over rounds (every
+    survivor called back) of (last - first) / (survivors - 1), times ``cores`` (ms)."""
+    spacings: list[float] = []
+    for run in runs:
+        if run.meta.get("scenario") != "scale-in" or group_size_mode(run.meta) not in ("eager", "fast"):
+            continue
+        trigger = float(run.meta["triggers"][0])
+        events = run.events()
+        leaving = {e.id for e in events if e.ev == "closing" and e.t >= trigger}
+        survivors = {e.id for e in events if e.ev == "subscribed"} - leaving
+        by_generation: dict[Any, list[float]] = defaultdict(list)
+        for e in events:
+            if e.ev == "cb_assigned" and e.t >= trigger and e.id in survivors and e.extra.get("gen") is not None:
+                by_generation[e.extra["gen"]].append(e.t)
+        for times in by_generation.values():
+            if len(times) == len(survivors) > 1:
+                spacings.append((max(times) - min(times)) / (len(times) - 1))
+    if not spacings:
+        raise ValueError("no eager or fast scale-in among the runs to measure a member's core time on")
+    return round(statistics.median(spacings) * cores * 1000, 2)
+
+
+def measured_contention(runs: Iterable[BenchRun], cores: int = RECORDING_CORES) -> MeasuredContention:
+    """CPU contention's parameters, measured on the groups of :data:`MEASURED_AT_MEMBERS` among ``runs``
+    (the others are not looked at): ``member_cpu_ms`` by :func:`measured_member_cpu_ms`; the heartbeats'
+    lateness per interval of the eager survivors of a scale-in or scale-out
+    (:func:`~kassign.sim.calibration.fit.measured_heartbeat_lag_ms`, their reaction being two network
+    trips, the poll loop's latency and a reaction's core time), which with ``P`` processes (the members
+    and the broker) on ``cores`` cores is ``cpu_wait_ms * (P - cores) / cores``."""
+    mine = [r for r in runs if _measured_size(r)]
+    if not mine:
+        raise ValueError(f"no groups of {MEASURED_AT_MEMBERS} members among the runs to measure contention on")
+    work_ms = measured_member_cpu_ms(mine, cores)
+    latency = kafka44_presets("aiokafka")
+    reaction_ms = 2 * latency["network_ms"] + latency["poll_ms"] + work_ms
+    lag_ms = max(0.0, measured_heartbeat_lag_ms(mine, reaction_ms, scenarios=("scale-in", "scale-out", "crash")))
+    beyond = max(1, MEASURED_AT_MEMBERS + BROKER_PROCESSES - cores) / cores
+    return MeasuredContention(cores, work_ms, lag_ms, round(lag_ms / beyond, 3), len(mine))
+
+
+def revocation_spread_ms(events: Iterable[Event], trigger: float) -> float | None:
+    """From the first to the last survivor's first revocation after ``trigger`` (ms): how far apart
+    the members that stay heard of the change (members that close or crash are not survivors; None
+    with fewer than two survivors revoking)."""
+    timeline = sorted(events, key=lambda e: e.t)
+    leaving = {e.id for e in timeline if e.ev in ("closing", "crash") and e.t >= trigger}
+    first: dict[str, float] = {}
+    for e in timeline:
+        if e.ev == "cb_revoked" and e.t >= trigger and e.id not in leaving:
+            first.setdefault(e.id, e.t)
+    if len(first) < 2:
+        return None
+    return round((max(first.values()) - min(first.values())) * 1000, 3)
 
 
 @dataclass(frozen=True)
@@ -125,7 +227,8 @@ def simulated_row(run: BenchRun, config: SimConfig | None = None, *, draws: int 
     batch times or jitter), the median over ``draws`` seeds, as
     :func:`~kassign.sim.calibration.benchmark.simulated_bench_metrics` does."""
     config = config or group_size_config(run.meta)
-    draws = draws if config.processing().busy or config.latency_ms("heartbeat_lag_ms") > 0 else 1
+    random_draws = config.processing().busy or config.latency_ms("heartbeat_lag_ms") > 0 or config.cpu_cores is not None
+    draws = draws if random_draws else 1
     rows = []
     for draw in range(draws):
         result = simulate_bench(run, config, draw=draw)
@@ -357,14 +460,58 @@ def _miss_line(row: GroupSizeCell, metric: str, how: str) -> str:
     )
 
 
-def group_size_report(root: str | Path, *, members: Iterable[int] | None = None, title: str = "") -> str:
-    """The markdown report of every run under ``root`` (``members``: only groups of these sizes)."""
+def contention_configure(
+    all_runs: Sequence[BenchRun],
+) -> tuple[MeasuredContention | None, Callable[[BenchRun], SimConfig] | None, str]:
+    """Contention measured on the groups of :data:`MEASURED_AT_MEMBERS` among ``all_runs``, the
+    ``configure`` that simulates each run with it (:func:`group_size_config` plus its settings), and
+    why not when it cannot be measured there (then ``None, None, reason``: the presets alone)."""
+    try:
+        measured = measured_contention(all_runs)
+    except ValueError as exc:
+        return None, None, str(exc)
+    settings = measured.settings()
+    return measured, lambda run: group_size_config(run.meta, **settings), ""
+
+
+def group_size_report(
+    root: str | Path, *, members: Iterable[int] | None = None, title: str = "", contention: bool = True
+) -> str:
+    """The markdown report of every run under ``root`` (``members``: only groups of these sizes), with
+    CPU contention measured on its groups of :data:`MEASURED_AT_MEMBERS` (``contention=False``: without)."""
     wanted = None if members is None else set(members)
-    runs = [r for r in load_bench_runs(root) if wanted is None or int(r.meta.get("members", 6)) in wanted]
+    every = load_bench_runs(root)
+    runs = [r for r in every if wanted is None or int(r.meta.get("members", 6)) in wanted]
     if not runs:
         raise ValueError(f"no recorded runs under {root}" + (f" of {sorted(wanted)} members" if wanted else ""))
-    rows = compare_group_sizes(runs)
+    measured: MeasuredContention | None = None
+    configure: Callable[[BenchRun], SimConfig] | None = None
+    why_not = "not asked for"
+    if contention:
+        measured, configure, why_not = contention_configure(every)
+    rows = compare_group_sizes(runs, configure)
     owed, excused = group_size_misses(rows)
+    model = (
+        f"CPU contention off ({why_not}): the presets' constant latencies alone."
+        if measured is None
+        else (
+            f"CPU contention on (`kassign.sim.contention`): the members' processes and the broker share "
+            f"{measured.cores} cores (`cpu_cores`); a member's reaction to a broker's answer takes "
+            f"`member_cpu_ms` {measured.member_cpu_ms:g} ms of a core, first come first served, and every "
+            f"wake-up (a heartbeat timer, a broker's answer) waits for a core, on average `cpu_wait_ms` "
+            f"{measured.cpu_wait_ms:g} ms per process beyond the cores, per core (exponential draws; a heartbeat's "
+            f"wait carries over to the next, so timers drift apart). Both measured on the "
+            f"{measured.runs} runs of {MEASURED_AT_MEMBERS} members only (`measured_contention`: the spacing of "
+            f"the survivors' assign callbacks after one SyncGroup, and the heartbeats' lateness, "
+            f"{measured.heartbeat_lag_ms:g} ms per interval there); so a wake-up waits "
+            + ", ".join(
+                f"{measured.cpu_wait_ms * max(0, n + BROKER_PROCESSES - measured.cores) / measured.cores:.3g} ms "
+                f"at {n} members"
+                for n in sorted({int(r.meta.get("members", 6)) for r in runs})
+            )
+            + f" on average. Each run is simulated with {DRAWS} seeds and the median taken."
+        )
+    )
     lines = [
         f"# {title or 'The simulator against the group-size benchmark recordings'}",
         "",
@@ -382,6 +529,8 @@ def group_size_report(root: str | Path, *, members: Iterable[int] | None = None,
         f"{1 + BOUND:g}); a cell with no phase recorded twice (fewer than four runs) reproduces itself if all its runs "
         "are within that, and cannot tell otherwise (`?`). The simulator replays each run at its own phase, "
         "so its mean and median are over the same phases as the recorded ones.",
+        "",
+        model,
         "",
         "## Summary",
         "",
