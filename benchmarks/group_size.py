@@ -160,6 +160,8 @@ def draw_figure(
     from matplotlib import pyplot as plt
 
     scenarios = [s for s in scenarios if any(k[1] == profile and k[2] == s for k in cells)]
+    # One colour per mode in every panel, whichever modes a panel has.
+    colours = {mode: f"C{i % 10}" for i, mode in enumerate(MODES)}
     fig, axes = plt.subplots(2, len(scenarios), figsize=(4.2 * len(scenarios), 6.4), squeeze=False)
     for col, scenario in enumerate(scenarios):
         for row, (metric, label) in enumerate((("unowned_ps", "unowned partition-s"), ("settle_s", "settle s"))):
@@ -177,6 +179,7 @@ def draw_figure(
                     marker="o",
                     capsize=3,
                     label=SHORT[mode],
+                    color=colours[mode],
                 )
             ax.set_xscale("log")
             ax.set_xticks(sorted(LAYOUTS), [f"{n}\n({sum(LAYOUTS[n])} p)" for n in sorted(LAYOUTS)])
@@ -186,7 +189,11 @@ def draw_figure(
                 ax.set_title(scenario)
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=8)
     fig.suptitle(f"rebalance cost against group size ({profile} processing; mean, whisker to the 90th percentile)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
