@@ -90,8 +90,9 @@ def format_tables(
     """One markdown table of every cell, then the ratios to eager at each size and scenario."""
     lines = [
         "| members | partitions | profile | scenario | mode | runs | unowned ps mean | p90 | median "
-        "| settle s mean | p90 | median | rounds (median) | moved | dup | lost | members MB | members CPU % |",
-        "|---:|---:|---|---|---|---:|" + "---:|" * 12,
+        "| settle s mean | p90 | median | rounds (median) | moved | dup | lost | double ps "
+        "| members MB | members CPU % |",
+        "|---:|---:|---|---|---|---:|" + "---:|" * 13,
     ]
     keys = sorted(
         set(cells) | set(failures), key=lambda k: (k[0], k[1], SCENARIOS.index(k[2]), list(MODES).index(k[3]))
@@ -103,7 +104,7 @@ def format_tables(
         shown = f"{len(runs)}" + (f" (+{failed} failed)" if failed else "")
         head = f"| {members} | {sum(LAYOUTS[members])} | {profile} | {scenario} | {mode} | {shown} |"
         if not runs:
-            lines.append(head + " – |" * 12)
+            lines.append(head + " – |" * 13)
             continue
         u = summary([r.unowned_ps for r in runs])
         st = summary([r.settle_s for r in runs])
@@ -111,7 +112,8 @@ def format_tables(
             head + f" {u['mean']:.2f} | {u['p90']:.2f} | {u['median']:.2f} | {st['mean']:.2f} | {st['p90']:.2f} | "
             f"{st['median']:.2f} | {statistics.median(r.rounds for r in runs):g} | "
             f"{statistics.median(r.moved for r in runs):g} | {sum(r.duplicates for r in runs)} | "
-            f"{sum(r.lost for r in runs)} | {statistics.median(r.members_rss_mb for r in runs):.0f} | "
+            f"{sum(r.lost for r in runs)} | {sum(r.double_ps for r in runs):.2f} | "
+            f"{statistics.median(r.members_rss_mb for r in runs):.0f} | "
             f"{statistics.median(r.members_cpu_pct for r in runs):.0f} |"
         )
     lines.append("")
