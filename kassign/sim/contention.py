@@ -29,10 +29,16 @@ import heapq
 import random
 from collections.abc import Callable
 
-__all__ = ["BROKER_PROCESSES", "CpuContention"]
+__all__ = ["BROKER_PROCESSES", "CpuContention", "mean_wait"]
 
 #: Processes on the machine besides the members': the broker.
 BROKER_PROCESSES = 1
+
+
+def mean_wait(wait_per_process: float, processes: int, cores: int) -> float:
+    """The mean wake-up wait of ``processes`` processes on ``cores`` cores: ``wait_per_process`` for
+    each process beyond the cores, shared over the cores (in the unit of ``wait_per_process``)."""
+    return wait_per_process * max(0, processes - cores) / cores
 
 
 class CpuContention:
@@ -56,8 +62,7 @@ class CpuContention:
 
     def mean_wait_s(self, processes: int | None = None) -> float:
         """The mean wake-up wait with ``processes`` processes (default: now)."""
-        count = self.processes() if processes is None else processes
-        return self.wait_s * max(0, count - self.cores) / self.cores
+        return mean_wait(self.wait_s, self.processes() if processes is None else processes, self.cores)
 
     def lateness_s(self, rng: random.Random) -> float:
         """One wake-up's wait for a core: exponential with :meth:`mean_wait_s`, drawn from ``rng``."""

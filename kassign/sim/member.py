@@ -204,6 +204,14 @@ class SimMember:
             return 0.0
         return self.contention.reaction_s(self.ctx.loop.now, self._cpu_rng)
 
+    def _when_woken(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Handle a broker's answer in this client's loop: at once, or under contention once woken and
+        served by a core."""
+        if self.contention is None:
+            self._in_poll(fn, *args)
+        else:
+            self.ctx.loop.after(self._reaction_s(), self._in_poll, fn, *args)
+
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """The consumer subscribes and, after starting up, sends its first JoinGroup."""
@@ -376,10 +384,7 @@ class SimMember:
 
     def on_join_response(self, response: JoinResponse) -> None:
         """JoinGroup answered: sync, handing in the assignment when leader (once woken, under contention)."""
-        if self.contention is not None:
-            self.ctx.loop.after(self._reaction_s(), self._in_poll, self._join_answered, response)
-            return
-        self._in_poll(self._join_answered, response)
+        self._when_woken(self._join_answered, response)
 
     def _join_answered(self, response: JoinResponse) -> None:
         if self.state != "joining":
@@ -416,10 +421,7 @@ class SimMember:
     def on_sync_response(self, response: SyncResponse) -> None:
         """SyncGroup answered: adopt the assignment; the callbacks run as this client runs them (once
         woken, under contention)."""
-        if self.contention is not None:
-            self.ctx.loop.after(self._reaction_s(), self._in_poll, self._sync_answered, response)
-            return
-        self._in_poll(self._sync_answered, response)
+        self._when_woken(self._sync_answered, response)
 
     def _sync_answered(self, response: SyncResponse) -> None:
         if self.state != "syncing":

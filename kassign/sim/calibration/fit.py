@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from kassign.sim.bench_meta import bench_config
 from kassign.sim.calibration.benchmark import BenchRun, CellComparison, compare_cells
+from kassign.timeline.events import Event
 
 __all__ = [
     "FITTED_LATENCIES",
@@ -63,6 +64,11 @@ def measured_spawn_ms(runs: Sequence[BenchRun]) -> float:
     return round(statistics.median(delays) * 1000, 1)
 
 
+def leaving_after(events: Iterable[Event], trigger: float) -> set[str]:
+    """The members that close or crash at or after ``trigger``: not survivors of the change."""
+    return {e.id for e in events if e.ev in ("closing", "crash") and e.t >= trigger}
+
+
 def measured_heartbeat_lag_ms(
     runs: Sequence[BenchRun], reaction_ms: float, *, scenarios: Collection[str] = ("crash",)
 ) -> float:
@@ -79,7 +85,7 @@ def measured_heartbeat_lag_ms(
         assigned: dict[str, float] = {}
         revoked: dict[str, float] = {}
         events = run.events()
-        leaving = {e.id for e in events if e.ev in ("closing", "crash") and e.t >= trigger}
+        leaving = leaving_after(events, trigger)
         for e in events:
             if e.ev == "cb_assigned" and e.t < trigger:
                 assigned[e.id] = e.t

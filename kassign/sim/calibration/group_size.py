@@ -36,10 +36,10 @@ from kassign.sim.calibration.benchmark import (
     load_bench_runs,
     simulate_bench,
 )
-from kassign.sim.calibration.fit import measured_heartbeat_lag_ms
+from kassign.sim.calibration.fit import leaving_after, measured_heartbeat_lag_ms
 from kassign.sim.calibration.harness import bench_topics
 from kassign.sim.config import SimConfig, kafka44_presets
-from kassign.sim.contention import BROKER_PROCESSES
+from kassign.sim.contention import BROKER_PROCESSES, mean_wait
 from kassign.timeline.events import Event
 from kassign.timeline.metrics import count_generations
 
@@ -137,8 +137,7 @@ def measured_member_cpu_ms(runs: Iterable[BenchRun], cores: int = RECORDING_CORE
             continue
         trigger = float(run.meta["triggers"][0])
         events = run.events()
-        leaving = {e.id for e in events if e.ev == "closing" and e.t >= trigger}
-        survivors = {e.id for e in events if e.ev == "subscribed"} - leaving
+        survivors = {e.id for e in events if e.ev == "subscribed"} - leaving_after(events, trigger)
         by_generation: dict[Any, list[float]] = defaultdict(list)
         for e in events:
             if e.ev == "cb_assigned" and e.t >= trigger and e.id in survivors and e.extra.get("gen") is not None:
@@ -174,7 +173,7 @@ def revocation_spread_ms(events: Iterable[Event], trigger: float) -> float | Non
     the members that stay heard of the change (members that close or crash are not survivors; None
     with fewer than two survivors revoking)."""
     timeline = sorted(events, key=lambda e: e.t)
-    leaving = {e.id for e in timeline if e.ev in ("closing", "crash") and e.t >= trigger}
+    leaving = leaving_after(timeline, trigger)
     first: dict[str, float] = {}
     for e in timeline:
         if e.ev == "cb_revoked" and e.t >= trigger and e.id not in leaving:
@@ -505,8 +504,7 @@ def group_size_report(
             f"the survivors' assign callbacks after one SyncGroup, and the heartbeats' lateness, "
             f"{measured.heartbeat_lag_ms:g} ms per interval there); so a wake-up waits "
             + ", ".join(
-                f"{measured.cpu_wait_ms * max(0, n + BROKER_PROCESSES - measured.cores) / measured.cores:.3g} ms "
-                f"at {n} members"
+                f"{mean_wait(measured.cpu_wait_ms, n + BROKER_PROCESSES, measured.cores):.3g} ms at {n} members"
                 for n in sorted({int(r.meta.get("members", 6)) for r in runs})
             )
             + f" on average. Each run is simulated with {DRAWS} seeds and the median taken."
