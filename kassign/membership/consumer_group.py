@@ -517,6 +517,7 @@ class ConsumerGroupMember:
             return request
 
         sent = self._sent
+        reported = self._reported_owned()
         # Java sends an empty regex to drop a regex subscription (null would mean "unchanged"); a member
         # that never sent one sends nothing (a version-0 heartbeat cannot carry the field).
         regex = self._regex or ""
@@ -540,8 +541,8 @@ class ConsumerGroupMember:
                 else None
             ),
             topic_partitions=(
-                _wire_partitions(self._current)
-                if sent.owned != self._current or self.state is MemberState.ACKNOWLEDGING
+                _wire_partitions(reported)
+                if sent.owned != reported or self.state is MemberState.ACKNOWLEDGING
                 else None
             ),
         )
@@ -551,7 +552,7 @@ class ConsumerGroupMember:
             regex if send_regex else sent.regex,
             self.server_assignor,
             self.rack_id,
-            self._current,
+            reported,
         )
         self._regex_sent = self._regex_sent or bool(self._regex)
         self._in_flight = True
@@ -559,6 +560,23 @@ class ConsumerGroupMember:
             # The acknowledgement is on its way; anything newer waits for the next reconciliation.
             self.state = MemberState.STABLE if self._target_reconciled() else MemberState.RECONCILING
         return request
+
+    def _reported_owned(self) -> frozenset[TopicIdPartition]:
+        """The partitions a heartbeat says the member owns: what it owns, and while it reconciles, also
+        what it is taking or about to take (the reconciliation under way and the target after it).
+
+        Java reports only the reconciled assignment, at the latest epoch. A heartbeat at epoch E that
+        omits partitions the member is still being given at E (an acknowledgement of the epoch before,
+        overtaken by E's answer; a full heartbeat after a failure) tells the broker those are not
+        owned: if its next target takes them away, it skips the revocation and hands them on at once,
+        while the member's ``on_partitions_assigned`` for them is starting. Reporting more only makes
+        the broker wait for a revocation the member then acknowledges."""
+        owned = self._current
+        if self._reconciling is not None:
+            owned = owned | self._reconciling.assigned_ids
+        if self._target is not None and not self._target_reconciled():
+            owned = owned | self._target
+        return owned
 
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse) -> list[Action]:
         """Handle the broker's answer to the heartbeat last built."""

@@ -281,3 +281,72 @@ def create_topic_on(bootstrap: str, partitions: int = 2) -> str:
     from integration.topics import create_topic
 
     return create_topic(bootstrap, f"t-acl-{time.monotonic_ns() % 10**10}", partitions)
+
+
+# -- owned partitions while reconciling (#28: two owners at once in 96-member KIP-848 runs) ------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.consumer_protocol
+async def test_a_member_still_taking_partitions_is_asked_to_revoke_them(bootstrap_servers, group_id, topic_factory):
+    """m1 is given all 4 partitions and is still taking them (its ``on_partitions_assigned`` runs) when
+    m2 joins and its heartbeat fails, so the next one lists every field. The broker skips any revocation
+    that heartbeat says is done: listing only what m1 had reconciled (nothing) would let it move m1 on
+    and hand 2 of the 4 to m2 while m1 takes them. m1 lists them, so the broker asks m1 to revoke them
+    and m2 gets them only after m1's acknowledgement. Raw heartbeats, so the order is exact."""
+    from aiokafka.client import AIOKafkaClient, CoordinationType
+
+    topic = topic_factory(4)
+    # a new target at once (KIP-1263's interval would leave it to chance which heartbeat sees it first)
+    set_consumer_group_timing(bootstrap_servers, group_id, session_ms=30000, heartbeat_ms=500, assignment_interval_ms=0)
+    client = AIOKafkaClient(bootstrap_servers=bootstrap_servers)
+    await client.bootstrap()
+    try:
+        for _ in range(100):  # a fresh broker creates __consumer_offsets on the first lookup
+            with contextlib.suppress(KafkaError):
+                coordinator = await client.coordinator_lookup(CoordinationType.GROUP, group_id)
+                break
+            await asyncio.sleep(0.1)
+
+        async def beat(member: ConsumerGroupMember) -> None:
+            request = member.build_heartbeat()
+            assert request is not None, f"{member.member_id} sends no heartbeat in state {member.state.name}"
+            member.on_heartbeat_response(await client.send(coordinator, AiokafkaRequest(request)))
+
+        def owned(member: ConsumerGroupMember) -> set[int]:
+            return {p.partition for p in member.owned}
+
+        def target(member: ConsumerGroupMember) -> set[int]:
+            return {p.partition for p in member.target or ()}
+
+        m1 = ConsumerGroupMember(group_id, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, server_assignor="uniform")
+        m2 = ConsumerGroupMember(group_id, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, server_assignor="uniform")
+        m1.subscribe([topic])
+        await beat(m1)
+        assert target(m1) == {0, 1, 2, 3}, f"m1 alone should be given every partition, got {target(m1)}"
+        taking = m1.maybe_reconcile(lambda _: topic)  # m1's on_partitions_assigned starts ...
+        assert taking is not None and owned(m1) == set()
+        m2.subscribe([topic])
+        await beat(m2)  # ... m2 joins: the new target gives it 2 of m1's partitions, still with m1
+        assert target(m2) == set(), f"m2 was given partitions m1 holds: {target(m2)}"
+        m1.on_heartbeat_failure("a heartbeat lost on purpose")
+        epoch_before = m1.member_epoch
+        await beat(m1)  # the full heartbeat, while m1 is still taking all 4
+        keep = target(m1)
+        assert len(keep) == 2 and m1.member_epoch == epoch_before, (
+            f"the broker moved m1 to epoch {m1.member_epoch} with {sorted(keep)} without a revocation"
+        )
+        await beat(m2)
+        assert target(m2) == set(), f"m2 got {sorted(target(m2))} while m1 still takes them"
+
+        assert m1.reconciliation_done(taking) and owned(m1) == {0, 1, 2, 3}  # m1 owns all 4 ...
+        await beat(m1)
+        giving = m1.maybe_reconcile(lambda _: topic)  # ... and revokes 2 of them
+        assert giving is not None and {p.partition for p in giving.revoked} == {0, 1, 2, 3} - keep
+        assert m1.reconciliation_done(giving)
+        await beat(m1)  # the revocation's acknowledgement
+        for _ in range(3):
+            await beat(m2)
+        assert target(m2) == {0, 1, 2, 3} - keep, f"m2 should now get m1's revoked partitions, got {target(m2)}"
+    finally:
+        await client.close()
