@@ -278,3 +278,37 @@ async def test_an_assignor_that_raises_does_not_abort_the_round():
         await member._stop_commit_offsets_refresh_task()
 
     await scenario()
+
+
+REBALANCE_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 27, 15
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("answers", "at_once"),
+    [
+        ({"JoinGroupRequest": [join_ok()], "SyncGroupRequest": [error(REBALANCE_IN_PROGRESS)]}, True),
+        ({"JoinGroupRequest": [error(REBALANCE_IN_PROGRESS)]}, True),
+        ({"JoinGroupRequest": [join_ok()], "SyncGroupRequest": [error(UNKNOWN_MEMBER_ID)]}, True),
+        ({"JoinGroupRequest": [join_ok()], "SyncGroupRequest": [error(COORDINATOR_NOT_AVAILABLE)]}, False),
+    ],
+    ids=["SyncGroup-rebalance", "JoinGroup-rebalance", "SyncGroup-unknown-member", "SyncGroup-coordinator"],
+)
+async def test_a_round_that_lost_to_the_next_one_rejoins_at_once(answers, at_once):
+    """Java's joinGroupIfNeeded rejoins at once after REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    ILLEGAL_GENERATION and MEMBER_ID_REQUIRED, and backs off after anything else; aiokafka backed off
+    after every failed round. A SyncGroup overtaken by another member's JoinGroup is the common case:
+    the next round's barrier waits for this member, so its backoff delayed everyone."""
+    coordinator, _ = await _networked(FakeCoordinatorClient(**answers))
+    coordinator._retry_backoff_ms = 60_000
+    coordinator._coordinator_dead_fut = asyncio.get_running_loop().create_future()  # the lookup's signal
+    rejoin = asyncio.ensure_future(coordinator._do_rejoin_group(coordinator._subscription.subscription))
+    done, _ = await asyncio.wait({rejoin}, timeout=5)
+    try:
+        assert bool(done) is at_once, f"rejoin {'waited for' if at_once else 'skipped'} the retry backoff"
+        if done:
+            assert rejoin.result() is False
+    finally:
+        rejoin.cancel()
+        await asyncio.gather(rejoin, return_exceptions=True)
+        await coordinator._stop_commit_offsets_refresh_task()
