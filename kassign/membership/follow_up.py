@@ -19,9 +19,12 @@ holds that next round until the member has rejoined, so marking it once more cos
 round. On a broker without a join barrier (Tansu) an early rejoiner opens every next generation
 before the others have synced, so marks in a row would never end. Hence the bound: one such
 generation is marked, the next like it is not, and the members wait for heartbeats as plain
-KIP-429 does. A generation with a new member (the newcomers' JoinGroups of a scale-out straddling
-the first round) is a real change and is always marked: the marks stop when the group stops
-changing.
+KIP-429 does -- unless it withholds fewer partitions than the one before (some owners revoked, so
+the group is not stuck: a slow member may miss two rounds in a row while the others revoke, and
+waiting a heartbeat interval for the third cost a whole second). The withheld set cannot shrink
+forever, so the marks still end. A generation with a new member (the newcomers' JoinGroups of a
+scale-out straddling the first round) is a real change and is always marked: the marks stop when
+the group stops changing.
 
 Java and librdkafka members ignore assignment user data under ``cooperative-sticky``, so mixed
 groups read marked assignments as usual. Every kassign member strips the mark before handing the
@@ -70,7 +73,8 @@ class FollowUpPolicy:
         """Whether a leader marks the assignments of ``generation`` (``members``: its member ids): fast
         follow-up on, the cooperative protocol, the assignor withheld at least one partition, and not
         the second generation in a row to withhold, with no new member, partitions the marked
-        generation before it withheld (their owners did not hear of the revocation in time)."""
+        generation before it withheld (their owners did not hear of the revocation in time) -- unless
+        it withholds fewer than that one did."""
         if not (self.enabled and cooperative and withheld):
             return False
         withheld, members = frozenset(withheld), frozenset(members)
@@ -79,7 +83,9 @@ class FollowUpPolicy:
             and withheld & self._marked_withheld
             and members <= self._marked_members
         )
-        if again and self._repeated:
+        # Fewer partitions withheld than last time: owners are revoking, the group is not stuck.
+        stalled = again and not withheld < self._marked_withheld
+        if stalled and self._repeated:
             log.info(
                 "generation %s withholds again partitions generations %s withheld too, with no new member; "
                 "not marking the follow-up",
@@ -88,7 +94,7 @@ class FollowUpPolicy:
             )
             return False
         self._marked_generation, self._marked_members, self._marked_withheld = generation, members, withheld
-        self._repeated = again
+        self._repeated = stalled
         return True
 
     def should_rejoin(self, mark: int) -> bool:

@@ -71,19 +71,36 @@ def test_leader_marks_only_cooperative_rounds_that_withhold_partitions():
 def test_leader_marks_one_generation_withholding_again_not_two():
     """Generation 4 withholding p1 again with the same members: p1's owner did not hear of 3 in time
     (on Kafka its SyncGroup lost the race with the early rejoiners); marked once more. Generation 5
-    doing it again: unmarked, so a broker without a join barrier gets no storm. A generation with a
-    new member, or withholding only new partitions, is marked."""
+    doing it again: unmarked, so a broker without a join barrier gets no storm. A generation
+    withholding fewer partitions than the one before (some owners revoked), one with a new member, or
+    one withholding only new partitions, is marked."""
     leader = FollowUpPolicy(True)
     p0, p1, p2 = (TopicPartition("t", p) for p in range(3))
-    assert leader.leader_marks(True, {p0: "m2", p1: "m2"}, 3, ["m1", "m2"])
-    assert leader.leader_marks(True, {p1: "m2"}, 4, ["m1", "m2"])  # withheld again: marked once
-    assert not leader.leader_marks(True, {p1: "m2"}, 5, ["m1", "m2"])  # and again: unmarked
-    assert leader.leader_marks(True, {p1: "m2"}, 6, ["m1", "m2"])  # not right after a marked one
-    assert leader.leader_marks(True, {p1: "m2"}, 7, ["m1", "m2"])  # again once
-    assert leader.leader_marks(True, {p1: "m3"}, 8, ["m1", "m2", "m3"])  # a new member: marked
-    assert leader.leader_marks(True, {p2: "m3"}, 9, ["m1", "m2", "m3"])  # new partitions only: marked
-    assert leader.leader_marks(True, {p2: "m1"}, 10, ["m1", "m3"])  # withheld again once
-    assert not leader.leader_marks(True, {p2: "m1"}, 11, ["m1", "m3"])
+    both = {p0: "m2", p1: "m2"}
+    assert leader.leader_marks(True, both, 3, ["m1", "m2"])
+    assert leader.leader_marks(True, both, 4, ["m1", "m2"])  # withheld again: marked once
+    assert not leader.leader_marks(True, both, 5, ["m1", "m2"])  # and again: unmarked
+    assert leader.leader_marks(True, {p1: "m2"}, 7, ["m1", "m2"])  # not right after a marked one
+    assert leader.leader_marks(True, {p1: "m2"}, 8, ["m1", "m2"])  # again once
+    assert leader.leader_marks(True, {p1: "m3"}, 9, ["m1", "m2", "m3"])  # a new member: marked
+    assert leader.leader_marks(True, {p2: "m3"}, 10, ["m1", "m2", "m3"])  # new partitions only: marked
+    assert leader.leader_marks(True, {p2: "m1"}, 11, ["m1", "m3"])  # withheld again once
+    assert not leader.leader_marks(True, {p2: "m1"}, 12, ["m1", "m3"])
+
+
+def test_leader_keeps_marking_while_fewer_partitions_are_withheld():
+    """A slow member can miss two rounds in a row (its SyncGroup overtaken each time) while the
+    others revoke: the withheld set shrinks, the group is not stuck, so the leader keeps marking
+    (unmarked, the third round waited a heartbeat interval: 2.2 partition-seconds in a 6-member run
+    whose others took 0.2). Once it stops shrinking, the old bound applies."""
+    leader = FollowUpPolicy(True)
+    p0, p1, p2 = (TopicPartition("t", p) for p in range(3))
+    members = ["m1", "m2", "m3"]
+    assert leader.leader_marks(True, {p0: "m3", p1: "m3", p2: "m3"}, 3, members)
+    assert leader.leader_marks(True, {p1: "m3", p2: "m3"}, 4, members)  # p0's owner revoked
+    assert leader.leader_marks(True, {p2: "m3"}, 5, members)  # p1's too
+    assert leader.leader_marks(True, {p2: "m3"}, 6, members)  # stuck: marked once more
+    assert not leader.leader_marks(True, {p2: "m3"}, 7, members)  # and no further
 
 
 def test_member_acts_once_per_marked_generation():
