@@ -34,6 +34,7 @@ import argparse
 import json
 import logging
 import math
+import re
 import statistics
 import sys
 import time
@@ -145,6 +146,23 @@ def load_runs(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[Run
         for run in json.loads(path.read_text())["runs"]:
             key = (run["members"], run["profile"], run["scenario"], run["mode"])
             cells.setdefault(key, []).append(RunResult(**{k: v for k, v in run.items() if k in fields}))
+    return cells
+
+
+_DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+def load_current(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[RunResult]]:
+    """:func:`load_runs`, each cell from the newest date that measured it (the first ``YYYY-MM-DD`` in a
+    file's name; undated files count as oldest): a cell measured again after a change to kassign
+    replaces its earlier runs, whose files stay as the record of before."""
+    by_date: dict[str, list[Path]] = {}
+    for path in paths:
+        found = _DATED.search(path.name)
+        by_date.setdefault(found.group(1) if found else "", []).append(path)
+    cells: dict[tuple[int, str, str, str], list[RunResult]] = {}
+    for date in sorted(by_date):
+        cells.update(load_runs(by_date[date]))
     return cells
 
 
@@ -265,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         nargs="+",
         default=None,
-        help="run nothing: print the table of earlier --json outputs, merged",
+        help="run nothing: print the table of earlier --json outputs, merged (a cell from the newest date "
+        "in the file names that has it)",
     )
     ap.add_argument("--figure", type=Path, default=None, help="also draw the figure (PNG) of the runs here")
     args = ap.parse_args(argv)
@@ -273,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         missing = [str(p) for p in args.from_json if not p.is_file()]
         if missing:
             ap.error(f"no such file: {', '.join(missing)}")
-        cells = load_runs(args.from_json)
+        cells = load_current(args.from_json)
         print(format_tables(cells, {}))
         if args.figure:
             draw_figure(cells, args.figure, args.profiles[0], args.scenarios)

@@ -159,14 +159,18 @@ def _deselect_opt_in(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 #: Besides the KIP-848 and packaging tests, what CI runs in its second tier, out of the README's test
-#: command (which must stay under 15 minutes): the churn soak's broker sequences, the 3-broker rack-aware
-#: cluster, the Tansu tier (each starts brokers of its own), lint and types, the docs build.
+#: command (which must stay under 15 minutes; it took 13:56 here with these two last in it): the churn
+#: soak's broker sequences, the 3-broker rack-aware cluster, the Tansu tier (each starts brokers of its
+#: own), lint and types, the docs build, the report's rendering in a headless browser and the
+#: simulator's calibration against the recorded runs (about 70 s between them).
 _SECOND_TIER = (
     "tests/integration/test_churn_soak.py::test_churn_sequence_keeps_ownership_exclusive_and_loses_nothing",
     "tests/integration/test_rack_aware_cluster.py",
     "tests/integration/test_tansu_tier.py",
     "tests/test_lint_and_types.py",
     "tests/docs/test_docs_build.py",
+    "tests/spark/test_report_browser.py",
+    "tests/sim/test_bench_calibration.py",
 )
 
 

@@ -107,3 +107,28 @@ def test_earlier_runs_merge_into_one_table_and_a_figure(tmp_path: Path) -> None:
     # two runs per cell, one from each file: 24 and 72 at 24 members
     assert "| 24 | 240 | instant | scale-out | eager | 2 | 48.00 |" in res.stdout
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_cell_measured_again_on_a_later_date_replaces_the_earlier_runs(tmp_path: Path) -> None:
+    import json
+    from dataclasses import asdict
+
+    from benchmarks.group_size import load_current
+
+    def saved(name: str, cells: dict[str, list[float]]) -> Path:
+        runs = [
+            {"members": 6, "profile": "instant", "scenario": "scale-out", "mode": m, **asdict(row(m, u, 1.0))}
+            for m, values in cells.items()
+            for u in values
+        ]
+        path = tmp_path / name
+        path.write_text(json.dumps({"runs": runs}))
+        return path
+
+    old = saved("group-size-2026-11-27-a.json", {"eager": [1.0, 2.0], "consumer": [5.0]})
+    older_too = saved("group-size-2026-11-27-b.json", {"eager": [3.0]})
+    new = saved("group-size-2026-11-28-a.json", {"eager": [7.0]})
+    cells = load_current([new, old, older_too])
+    assert [r.unowned_ps for r in cells[(6, "instant", "scale-out", "eager")]] == [7.0]
+    assert [r.unowned_ps for r in cells[(6, "instant", "scale-out", "consumer")]] == [5.0]  # not measured again
+    assert len(load_current([old, older_too])[(6, "instant", "scale-out", "eager")]) == 3  # one date: merged
