@@ -571,11 +571,9 @@ class ConsumerGroupMember:
         owned: if its next target takes them away, it skips the revocation and hands them on at once,
         while the member's ``on_partitions_assigned`` for them is starting. Reporting more only makes
         the broker wait for a revocation the member then acknowledges."""
-        owned = self._current
+        owned = self._current | (self._target or frozenset())  # a reconciled target adds nothing
         if self._reconciling is not None:
             owned = owned | self._reconciling.assigned_ids
-        if self._target is not None and not self._target_reconciled():
-            owned = owned | self._target
         return owned
 
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse) -> list[Action]:
