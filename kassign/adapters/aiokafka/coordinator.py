@@ -92,7 +92,9 @@ _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 # retry_backoff_ms after any failed round. A SyncGroup answered REBALANCE_IN_PROGRESS (another
 # member's JoinGroup opened the next round first) is the common one: the next round's barrier waits
 # for this member, so the backoff delayed the whole group (100 ms in 3 of 10 six-member scale-outs).
-_REJOIN_AT_ONCE = frozenset({"REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "MEMBER_ID_REQUIRED"})
+# Java's list also has MEMBER_ID_REQUIRED, which never ends a round here: perform_group_join repeats
+# that JoinGroup at once itself.
+_REJOIN_AT_ONCE = frozenset({"REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"})
 _NO_GENERATION = OffsetCommitRequest.DEFAULT_GENERATION_ID
 # aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
 _LEAVE_CONNECTION = "kassign-leave"
