@@ -19,7 +19,9 @@ partition, capped at ``--max-rate`` in all. Scenarios, each a change of a quarte
 
 Modes are :mod:`benchmarks.rebalance`'s (``eager``, ``cooperative+fast-follow-up`` = kassign's
 default, ``cooperative+static``, ``consumer`` = kassign on KIP-848's protocol, ``java-cooperative``,
-``librdkafka-cooperative``, ...). Every member is a process of its own. All sizes share one timing:
+``librdkafka-cooperative``, ...). Every member is a process of its own, unless
+``--members-per-process N`` lets aiokafka members share processes, N to one event loop (as on a
+fleet's machines; Java and librdkafka members stay alone; no ``crash``). All sizes share one timing:
 session 10 s and heartbeat 1 s by default (Kafka's defaults are 45 s and 3 s; 1.5 s and 250 ms, the
 small benchmark's, are too tight for 96 processes sharing 2 cores with the broker).
 
@@ -269,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate-per-partition", type=float, default=25.0)
     ap.add_argument("--max-rate", type=float, default=2400.0, help="records per second in all, at most")
     ap.add_argument("--restart-sample", type=int, default=24, help="members a rolling restart restarts, at most")
+    ap.add_argument(
+        "--members-per-process",
+        type=int,
+        default=1,
+        help="aiokafka members share processes, this many to one (default 1: a process each); not with crash",
+    )
     ap.add_argument("--steady-s", type=float, default=3.0)
     ap.add_argument("--session-ms", type=int, default=10000)
     ap.add_argument("--heartbeat-ms", type=int, default=1000)
@@ -301,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.first_rep < 1:
         ap.error(f"--first-rep must be at least 1, got {args.first_rep}")
+    if args.members_per_process < 1:
+        ap.error(f"--members-per-process must be at least 1, got {args.members_per_process}")
+    if args.members_per_process > 1 and "crash" in args.scenarios:
+        ap.error("--members-per-process above 1 cannot run crash: a crash kills one member's own process")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from tqdm import tqdm
 
@@ -355,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                         topics=layout,
                         restart_sample=min(members, args.restart_sample),
                         held_newcomers=True,
+                        members_per_process=args.members_per_process,
                     )
                 except Exception as exc:  # one failed run must not end the table
                     failures[key] = failures.get(key, 0) + 1

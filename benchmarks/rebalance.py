@@ -275,6 +275,7 @@ def run_once(
     topics: Sequence[int] | None = None,
     restart_sample: int | None = None,
     held_newcomers: bool = False,
+    members_per_process: int = 1,
 ) -> RunResult:
     """Run one scenario in one mode on a fresh topic and group, and measure it; with ``record``, write
     the run's timeline there (``events.jsonl.gz`` and ``meta.json``, the format of
@@ -286,7 +287,8 @@ def run_once(
     one topic of ``partitions``), the load spread over them by partition count. ``held_newcomers``: a
     scale-out's members are started and ready before the trigger, which lets them subscribe (in a large
     group on a small machine, many interpreters starting at once starve the running members'
-    heartbeats: that would measure the machine, not the protocol)."""
+    heartbeats: that would measure the machine, not the protocol). ``members_per_process``: aiokafka
+    members share processes, this many to one (see :class:`GroupDriver`; not with a crash)."""
     if change is None:
         change = members // 2
     if not 0 < change < members:
@@ -329,7 +331,7 @@ def run_once(
     # Larger groups start and settle slower on a small machine (every member a process).
     settle_timeout = 120 + 2 * members
     total = sum(layout)
-    with GroupDriver(bootstrap, tag, names, timing=timing) as group:
+    with GroupDriver(bootstrap, tag, names, timing=timing, members_per_process=members_per_process) as group:
         producers = [group.start_producer(rate=rate * count / total, topic=n) for n, count in zip(names, layout)]
         ids = start(range(members - change if scenario == "scale-out" else members))
         group.wait_settled(settle_timeout, balanced=True)
@@ -410,6 +412,7 @@ def run_once(
                     "change": change,
                     "restart_sample": sample,
                     "held_newcomers": held_newcomers,
+                    "members_per_process": members_per_process,
                     "rate": rate,
                     "triggers": steps,
                     "end": end,

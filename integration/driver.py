@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from integration.member_hosts import MemberHost
 from integration.timeline_checks import current_assignment, is_settled, missing_records
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event, write_events
@@ -117,6 +118,8 @@ class _Member:
     stopping: bool = False
     crashed: bool = False
     frozen: bool = False
+    #: the process it shares with other aiokafka members, if it does (``proc`` is then the host's)
+    host: MemberHost | None = None
 
 
 @dataclass
@@ -214,8 +217,17 @@ class GroupDriver:
         timing: GroupTiming = GroupTiming(),
         log_dir: str | os.PathLike[str] | None = None,
         java_heap: str = "256m",
+        members_per_process: int = 1,
     ) -> None:
+        """``members_per_process``: aiokafka members share processes, this many to a process (one event
+        loop each; :mod:`integration.members.aiokafka_host`), as on a fleet's machines rather than an
+        interpreter per member; Java and librdkafka members always run alone. A member sharing a process
+        cannot be crashed or frozen alone."""
         from integration.topics import partition_count
+
+        if members_per_process < 1:
+            raise ValueError(f"members_per_process must be at least 1, got {members_per_process}")
+        self.members_per_process = members_per_process
 
         self.bootstrap = bootstrap
         self.group_id = group_id
@@ -232,6 +244,7 @@ class GroupDriver:
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"kassign-{group_id}-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._members: dict[str, _Member] = {}
+        self._hosts: list[MemberHost] = []
         self._timeline = _Timeline()
         self._producers: list[KeyedProducer] = []
         self._java_classes: dict[str, str] = {}  # kafka-clients version -> compiled JavaMember
@@ -367,6 +380,12 @@ class GroupDriver:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
         # A small client JVM starts faster and leaves CPU to the rest of the group on a small machine.
         env.setdefault("JAVA_TOOL_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        if kind == "aiokafka" and self.members_per_process > 1:
+            host = self._host_with_room(env)
+            host.start(member_id, cmd[3:])  # cmd: python -m integration.members.aiokafka_member ARGS
+            self._members[member_id] = _Member(member_id, kind, strategy_arg, host.proc, host.stderr_path, host=host)
+            log.info("started %s member %s (%s) in %s", kind, member_id, strategy_arg, host.name)
+            return member_id
         stderr_path = self.log_dir / f"{member_id}.stderr"
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
@@ -385,6 +404,17 @@ class GroupDriver:
         log.info("started %s member %s (%s) in group %s", kind, member_id, strategy_arg, self.group_id)
         return member_id
 
+    def _host_with_room(self, env: dict[str, str]) -> MemberHost:
+        if self._hosts and self._hosts[-1].has_room():
+            return self._hosts[-1]
+        name = f"host{len(self._hosts) + 1}"
+        host = MemberHost(
+            name, self.members_per_process, cwd=_ROOT, env=env, stderr_path=self.log_dir / f"{name}.stderr"
+        )
+        self._hosts.append(host)
+        threading.Thread(target=self._read_host, args=(host,), name=f"reader-{name}", daemon=True).start()
+        return host
+
     def wait_ready(self, member_id: str, timeout: float = 60.0) -> None:
         """Wait until a member started with ``hold=True`` reports ``ready``."""
         self.wait_for(
@@ -396,6 +426,9 @@ class GroupDriver:
     def release_member(self, member_id: str) -> float:
         """Let a held member subscribe; returns the time of the signal."""
         m = self._member(member_id)
+        if m.host is not None:
+            m.host.release(member_id)
+            return time.time()
         assert m.proc.stdin is not None
         m.proc.stdin.write(b"go\n")
         m.proc.stdin.flush()
@@ -407,18 +440,38 @@ class GroupDriver:
 
     scale_out = start_members
 
-    def _read(self, member: _Member) -> None:
-        stdout: IO[bytes] = member.proc.stdout  # type: ignore[assignment]
+    def _read_events(self, proc: subprocess.Popen, name: str) -> Iterable[Event]:
+        """Add every event ``proc`` prints to the timeline, and yield it."""
+        stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
         for raw in stdout:
             line = raw.decode("utf-8", "replace").strip()
             if not line.startswith("{"):
                 if line:
-                    log.debug("%s: %s", member.member_id, line)
+                    log.debug("%s: %s", name, line)
                 continue
             try:
-                self._timeline.add(Event.from_json(json.loads(line), default_topic=self.topics[0]))
+                event = Event.from_json(json.loads(line), default_topic=self.topics[0])
             except ValueError as exc:
-                log.warning("%s printed a bad event: %s", member.member_id, exc)
+                log.warning("%s printed a bad event: %s", name, exc)
+                continue
+            self._timeline.add(event)
+            yield event
+
+    def _read_host(self, host: MemberHost) -> None:
+        for event in self._read_events(host.proc, host.name):
+            if event.ev == "exit":
+                host.note_exit(event.id, int(event.extra.get("code", 1)))
+        code = host.proc.wait()
+        for member_id in host.members:
+            if host.exit_code(member_id) is None:  # the host died under it
+                self._timeline.add(Event(member_id, time.time(), "exit", extra={"code": code}))
+                host.note_exit(member_id, code)
+        if code != 0:
+            log.warning("%s exited with code %s; stderr tail:\n%s", host.name, code, _tail(host.stderr_path, 40))
+
+    def _read(self, member: _Member) -> None:
+        for _ in self._read_events(member.proc, member.member_id):
+            pass
         code = member.proc.wait()
         self._timeline.add(Event(member.member_id, time.time(), "exit", extra={"code": code}))
         if code != 0 and not member.crashed:
@@ -440,6 +493,14 @@ class GroupDriver:
         deadline = time.monotonic() + timeout
         codes = {}
         for m in members:
+            if m.host is not None:
+                try:
+                    codes[m.member_id] = m.host.wait_member(m.member_id, max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    # one member of a shared process cannot be killed alone; the host goes at close()
+                    log.warning("member %s did not close within %.0fs", m.member_id, timeout)
+                    codes[m.member_id] = -9
+                continue
             try:
                 codes[m.member_id] = m.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -453,6 +514,10 @@ class GroupDriver:
     def request_stop(self, member_id: str) -> None:
         """Ask a member to close cleanly (end of its stdin) without waiting for it."""
         m = self._member(member_id)
+        if m.host is not None:
+            m.stopping = True
+            m.host.request_stop(member_id)
+            return
         if m.frozen:
             self.thaw_member(member_id)  # a stopped process cannot read its stdin
         m.stopping = True
@@ -481,7 +546,7 @@ class GroupDriver:
 
     def crash_member(self, member_id: str) -> None:
         """Kill a member with SIGKILL: no LeaveGroup, no callbacks; records a ``crash`` event."""
-        m = self._member(member_id)
+        m = self._own_process(member_id, "crashed")
         m.crashed = True
         m.proc.kill()
         self._timeline.add(Event(member_id, time.time(), "crash"))
@@ -493,7 +558,7 @@ class GroupDriver:
     def freeze_member(self, member_id: str) -> float:
         """Stop a member with SIGSTOP (no heartbeats, no processing, no callbacks: a long GC pause or a
         suspended VM); records a ``freeze`` event and returns its time."""
-        m = self._member(member_id)
+        m = self._own_process(member_id, "frozen")
         m.proc.send_signal(signal.SIGSTOP)
         m.frozen = True
         at = time.time()
@@ -503,7 +568,7 @@ class GroupDriver:
 
     def thaw_member(self, member_id: str) -> float:
         """Resume a member frozen by :meth:`freeze_member` (SIGCONT); records a ``thaw`` event and returns its time."""
-        m = self._member(member_id)
+        m = self._own_process(member_id, "thawed")
         # Taken before the signal: a resumed member may act (and report it) before this line runs on.
         at = time.time()
         m.proc.send_signal(signal.SIGCONT)
@@ -520,35 +585,53 @@ class GroupDriver:
                 f"no member {member_id!r} in group {self.group_id}; members: {sorted(self._members)}"
             ) from None
 
+    def _own_process(self, member_id: str, what: str) -> _Member:
+        m = self._member(member_id)
+        if m.host is not None:
+            raise ValueError(
+                f"member {member_id} shares {m.host.name} with other members and cannot be {what} alone; "
+                "use members_per_process=1"
+            )
+        return m
+
+    @staticmethod
+    def _running(m: _Member) -> bool:
+        """Its consumer still runs (a member sharing a process may have closed while the process runs on)."""
+        return m.proc.poll() is None and (m.host is None or m.host.exit_code(m.member_id) is None)
+
     def live_members(self) -> list[str]:
         """Members whose process runs and that were not asked to stop."""
         return sorted(
-            m.member_id for m in self._members.values() if m.proc.poll() is None and not m.stopping and not m.crashed
+            m.member_id for m in self._members.values() if self._running(m) and not m.stopping and not m.crashed
         )
 
     def member_usage(self) -> dict[str, tuple[int, float]]:
         """Live member -> (resident memory in bytes, CPU seconds used so far) of its process, read from
-        ``/proc`` (Linux; empty elsewhere). A member that exits meanwhile is left out."""
+        ``/proc`` (Linux; empty elsewhere). A member that exits meanwhile is left out. Members sharing a
+        process have an equal share of it each, so the sums over members are the processes' own."""
         out: dict[str, tuple[int, float]] = {}
         tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        by_pid: dict[int, list[str]] = collections.defaultdict(list)
         for member_id in self.live_members():
-            pid = self._members[member_id].proc.pid
+            by_pid[self._members[member_id].proc.pid].append(member_id)
+        for pid, member_ids in by_pid.items():
             try:
                 # after the command's closing parenthesis: state is field 3, utime/stime fields 14/15
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-            out[member_id] = (resident_pages * page, (int(fields[11]) + int(fields[12])) / tick)
+            share = len(member_ids)
+            cpu_s = (int(fields[11]) + int(fields[12])) / tick
+            for member_id in member_ids:
+                out[member_id] = (resident_pages * page // share, cpu_s / share)
         return out
 
     def failed_members(self) -> list[str]:
         """Members that exited on their own (not stopped, not crashed on purpose)."""
         return sorted(
-            m.member_id
-            for m in self._members.values()
-            if m.proc.poll() is not None and not m.stopping and not m.crashed
+            m.member_id for m in self._members.values() if not self._running(m) and not m.stopping and not m.crashed
         )
 
     def member_kind(self, member_id: str) -> str:
@@ -556,9 +639,7 @@ class GroupDriver:
 
     def member_log(self, member_id: str, tail: int = 40) -> str:
         """The last ``tail`` lines the member wrote on stderr."""
-        path = self._member(member_id).stderr_path
-        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-        return "\n".join(lines[-tail:])
+        return _tail(self._member(member_id).stderr_path, tail)
 
     # -- producing -----------------------------------------------------------------------------
 
@@ -584,7 +665,8 @@ class GroupDriver:
         for member, parts in self.assignment().items():
             lines.append(f"  {member}: {[p.partition for p in parts] if len(self.topics) == 1 else parts}")
         for member_id in self.failed_members():
-            code = self._members[member_id].proc.poll()
+            m = self._members[member_id]
+            code = m.proc.poll() if m.host is None else m.host.exit_code(member_id)
             lines.append(f"  {member_id} exited with {code}; stderr tail:\n{self.member_log(member_id, 15)}")
         return "\n".join(lines)
 
@@ -679,9 +761,17 @@ class GroupDriver:
         timeline in ``log_dir/timeline.jsonl`` next to the members' stderr logs."""
         for producer in self._producers:
             producer.stop()
-        running = [m.member_id for m in self._members.values() if m.proc.poll() is None]
+        running = [m.member_id for m in self._members.values() if self._running(m)]
         if running:
             self.stop_members(running)
+        for host in self._hosts:
+            host.close_stdin()
+            try:
+                host.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not exit within 20s; killing it", host.name)
+                host.proc.kill()
+                host.proc.wait()
         self.write_timeline(self.log_dir / "timeline.jsonl")
 
     def __enter__(self) -> GroupDriver:
@@ -692,3 +782,9 @@ class GroupDriver:
         if exc_type is None and self._temporary_log_dir:
             # A group that ended cleanly leaves nothing behind; a failed one keeps its logs for the report.
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+def _tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a log file ("" when it does not exist)."""
+    text = path.read_text(errors="replace").splitlines() if path.exists() else []
+    return "\n".join(text[-lines:])

@@ -23,6 +23,7 @@ failed commits are reported, as before.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import logging
@@ -249,13 +250,20 @@ class AiokafkaMember:
     async def report_progress(self) -> None:
         self.writer.emit("progress", pos=await positions(self.consumer, self.consumer.assignment()))
 
-    async def run(self) -> None:
+    async def run(self, stop: asyncio.Event | None = None, go: asyncio.Event | None = None) -> None:
+        """Consume until ``stop`` is set, then commit and close; a held member subscribes once ``go`` is
+        set. Without them the member owns its process: end of stdin stops it, a ``go`` line releases it
+        and SIGCONT (after a SIGSTOP) makes it commit at once."""
         loop = asyncio.get_running_loop()
-        stop, go = asyncio.Event(), asyncio.Event()
-        watch_stdin(lambda: loop.call_soon_threadsafe(stop.set), lambda: loop.call_soon_threadsafe(go.set))
+        own_process = stop is None
+        stop = stop or asyncio.Event()
+        go = go or asyncio.Event()
+        if own_process:
+            watch_stdin(lambda: loop.call_soon_threadsafe(stop.set), lambda: loop.call_soon_threadsafe(go.set))
         topics = [t for t in self.args.topics.split(",") if t]
         self.consumer = self.make_consumer()
-        loop.add_signal_handler(signal.SIGCONT, self.on_resumed)
+        if own_process:
+            loop.add_signal_handler(signal.SIGCONT, self.on_resumed)
         if self.args.hold:
             # A replacement made ready before its predecessor goes: only the group protocol is timed.
             self.writer.emit("ready")
@@ -295,7 +303,8 @@ class AiokafkaMember:
             self.writer.emit("closed")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def member_arguments() -> argparse.ArgumentParser:
+    """The options of one aiokafka member (also what :mod:`integration.members.aiokafka_host` takes per member)."""
     ap = common_arguments("aiokafka consumer-group member for kassign's group driver")
     ap.add_argument("--consumer-factory", default=None, help="module:attr replacing AIOKafkaConsumer")
     ap.add_argument(
@@ -316,15 +325,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="await consumer.commit() after every non-empty batch and report every commit",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def configure_logging() -> None:
+    """Warnings on stderr; the group protocol's traffic too when the driver asks for it."""
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if group_debug_wanted():
         for name in ("kassign", "aiokafka.consumer.group_coordinator"):
             logging.getLogger(name).setLevel(logging.DEBUG)
+
+
+def build_member(args: argparse.Namespace) -> AiokafkaMember:
+    """The member ``args`` describe, with its consumer factory loaded."""
     factory = load_object(args.consumer_factory) if args.consumer_factory else AIOKafkaConsumer
-    asyncio.run(AiokafkaMember(args, factory).run())
+    return AiokafkaMember(args, factory)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = member_arguments().parse_args(argv)
+    configure_logging()
+    asyncio.run(build_member(args).run())
     return 0
 
 
