@@ -198,6 +198,12 @@ class SimConfig:
     answer takes ``member_cpu_ms`` of a core, first come first served; so heartbeats drift apart and
     rounds take longer the larger the group. None (the default): no contention, the client latencies
     alone.
+
+    ``revocation_commit_ms`` (with ``cpu_cores``; kassign's aiokafka members only) makes a revocation
+    callback's OffsetCommit a round trip under contention instead of the constant ``revocation_ms``:
+    the member waits for the answer like any other (a wake-up wait, then this much core time, first
+    come first served), and first for the answer of its periodic commit in flight, as the benchmark's
+    member does (:mod:`kassign.sim.member`). None (the default): ``revocation_ms`` alone.
     """
 
     assignor: str = "cooperative-sticky"
@@ -231,6 +237,7 @@ class SimConfig:
     cpu_cores: int | None = None  # cores the members' processes and the broker share (None: no contention)
     cpu_wait_ms: float = 0.0  # mean wake-up wait per process beyond the cores (kassign.sim.contention)
     member_cpu_ms: float = 0.0  # core time of a member's reaction to a broker's answer (kassign.sim.contention)
+    revocation_commit_ms: float | None = None  # core time of a revocation's commit round trip (None: revocation_ms)
 
     def __post_init__(self) -> None:
         if self.broker not in BROKER_MODELS:

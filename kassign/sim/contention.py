@@ -18,7 +18,12 @@ sharing ``C`` cores:
   broker answers every JoinGroup, then every SyncGroup, at once) are done ``N * member_cpu_ms / C``
   after the first, and the leader's SyncGroup, which the round waits for, may come late among them.
 
-Both are measured at the size the presets were fitted at (6 members):
+A third use is optional (``SimConfig.revocation_commit_ms``, :mod:`kassign.sim.member`): the
+OffsetCommit a revocation callback makes is a round trip whose answer wakes the member like any
+other, and whose core time queues on the same cores, so the commits of many members revoking at once
+(a cooperative round's survivors, after one SyncGroup) go through one after another.
+
+All are measured at the size the presets were fitted at (6 members):
 :func:`kassign.sim.calibration.group_size.measured_contention`. Everything is deterministic: the
 waits come from the members' seeded generators and the cores' queue from the order of events.
 """
@@ -69,12 +74,13 @@ class CpuContention:
         mean = self.mean_wait_s()
         return rng.expovariate(1.0 / mean) if mean > 0 else 0.0
 
-    def reaction_s(self, now: float, rng: random.Random) -> float:
+    def reaction_s(self, now: float, rng: random.Random, work_s: float | None = None) -> float:
         """How long after ``now`` a member woken by a broker's answer has handled it: its wake-up
-        wait, then ``work_s`` on the first core free (first come, first served)."""
+        wait, then ``work_s`` (default :attr:`work_s`) on the first core free (first come, first served)."""
+        work = self.work_s if work_s is None else work_s
         woken = now + self.lateness_s(rng)
-        if self.work_s <= 0:
+        if work <= 0:
             return woken - now
         start = max(woken, heapq.heappop(self._free_at))
-        heapq.heappush(self._free_at, start + self.work_s)
-        return start + self.work_s - now
+        heapq.heappush(self._free_at, start + work)
+        return start + work - now

@@ -50,6 +50,17 @@ With CPU contention (``contention``, :mod:`kassign.sim.contention`; off unless
 to the next (the timer restarts from the heartbeat sent), and the member handles a heartbeat's news of
 a rebalance, a JoinGroup answer and a SyncGroup answer only once woken and served by a core.
 
+With ``revocation_commit_s`` as well (``SimConfig.revocation_commit_ms``; kassign's aiokafka members
+only: Java's and librdkafka's ``revocation_ms`` presets were fitted with their commit inside) a
+revocation callback is the benchmark member's (``integration/members/aiokafka_member.py``): it waits
+for its periodic commit in flight (``SerialCommitter.wait``), then commits the revoked partitions and
+waits for the answer, each answer a wake-up and ``revocation_commit_s`` of a core under contention.
+A periodic commit sent while the member's JoinGroup or SyncGroup was out is in flight until the round
+is over: the broker reads a connection's requests one at a time, so it waits behind the parked
+JoinGroup, is refused (the round is on), and kassign's commit guard sends it again once the round
+completed -- one more round trip before a cooperative survivor's revocation commit. Otherwise the
+periodic commit is in flight for a mean round trip after its tick.
+
 kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
 heartbeat wait before a cooperative follow-up rebalance: a kassign leader whose assignor withholds
 partitions marks every assignment, and a marked member rejoins right after its revocations.
@@ -130,6 +141,7 @@ class SimMember:
         heartbeat_lag_s: float = 0.0,
         commit_interval_s: float | None = None,
         contention: CpuContention | None = None,
+        revocation_commit_s: float | None = None,
     ) -> None:
         if client not in CLIENT_KINDS:
             raise ValueError(f"unknown client {client!r}; expected one of {CLIENT_KINDS}")
@@ -176,6 +188,8 @@ class SimMember:
         # CPU contention's waits, from a generator of its own too (no draws from the others).
         self.contention = contention
         self._cpu_rng = random.Random(hash(words) + 2)
+        #: A revocation's commit as a round trip under contention (None: ``revocation_ms``).
+        self.revocation_commit_s = revocation_commit_s
 
     @property
     def owned(self) -> frozenset[TopicPartition]:
@@ -247,9 +261,19 @@ class SimMember:
             ctx.emit(self.name, "cb_lost", departure.lost)
         if departure.revoked:
             ctx.emit(self.name, "cb_revoked", departure.revoked)
+            if self._commits_revocations():
+                # The LeaveGroup waits for the revocation's commit (aiokafka's close runs the callback first).
+                self._revoke_then(self._left, in_round=False)
+                self.poll.set_consuming(set())
+                return
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
         self.poll.set_consuming(set())
+        self._left(delay)
+
+    def _left(self, delay: float = 0.0) -> None:
+        """After the revocation (``delay`` from now): LeaveGroup (not for static members), then closed."""
+        ctx = self.ctx
         if self.instance_id is None:
             ctx.loop.after(delay + ctx.latency("network_ms"), ctx.coordinator.leave, self)
         ctx.loop.after(delay + 2 * ctx.latency("network_ms"), ctx.emit, self.name, "closed")
@@ -339,6 +363,10 @@ class SimMember:
             self._skip_join_backoff = True  # librdkafka rejoins at once once it has unassigned
         if preparation.revoked:
             ctx.emit(self.name, "cb_revoked", preparation.revoked)
+            if self._commits_revocations():
+                self._revoke_then(self._send_join, in_round=False)  # before it stops consuming: what it commits
+                self.poll.set_consuming(self.consuming - gone)
+                return
             self.poll.set_consuming(self.consuming - gone)
             delay = ctx.latency("revocation_ms")
             ctx.loop.after(delay, ctx.emit, self.name, "cb_revoked_done")
@@ -461,6 +489,10 @@ class SimMember:
         ctx = self.ctx
         if outcome.revoked:
             ctx.emit(self.name, "cb_revoked", outcome.revoked)
+            if self._commits_revocations():
+                self._revoke_then(self._assigned, outcome, in_round=True)
+                self.poll.set_consuming(self.consuming - outcome.revoked)
+                return
             self.poll.set_consuming(self.consuming - outcome.revoked)
             delay = ctx.latency("revocation_ms")
             self._stay_in_poll(ctx.loop.now + delay)
@@ -468,6 +500,36 @@ class SimMember:
             ctx.loop.after(delay, self._assigned, outcome)
         else:
             self._assigned(outcome)
+
+    # -- the revocation's commit (revocation_commit_s) ------------------------------------------
+    def _commits_revocations(self) -> bool:
+        """Whether a revocation commits as a round trip under contention (see the module docstring)."""
+        return self.revocation_commit_s is not None and self.contention is not None and self.client == "aiokafka"
+
+    def _revoke_then(self, fn: Callable[..., Any], *args: Any, in_round: bool) -> None:
+        """The revocation callback: the periodic commit in flight answered, then its own commit;
+        ``cb_revoked_done`` and ``fn(*args)`` once that is answered. ``in_round``: called back after a
+        SyncGroup (the round just ended), else before a JoinGroup or a LeaveGroup."""
+        commits, wait_s = 1, 0.0
+        last = self._last_commit_t()
+        if last is not None and self.poll.consuming:  # (called before the revoked stop being consumed)
+            if in_round and self._last_join is not None and last > self._last_join:
+                commits = 2  # parked behind the JoinGroup, refused, sent again now the round is over
+            else:
+                assert self.contention is not None and self.revocation_commit_s is not None
+                mean_round_trip = self.contention.mean_wait_s() + self.revocation_commit_s
+                wait_s = max(0.0, last + mean_round_trip - self.ctx.loop.now)
+        self.ctx.loop.after(wait_s, self._commit_round_trip, commits, fn, args)
+
+    def _commit_round_trip(self, commits: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """One OffsetCommit answered: a wake-up and ``revocation_commit_s`` of a core (first come, first served)."""
+        assert self.contention is not None
+        took = self.contention.reaction_s(self.ctx.loop.now, self._cpu_rng, self.revocation_commit_s)
+        if commits > 1:
+            self.ctx.loop.after(took, self._commit_round_trip, commits - 1, fn, args)
+            return
+        self.ctx.loop.after(took, self.ctx.emit, self.name, "cb_revoked_done")
+        self.ctx.loop.after(took, fn, *args)
 
     def _assigned(self, outcome: SyncOutcome) -> None:
         if self.state == "down":

@@ -209,6 +209,9 @@ class _Simulation:
                 heartbeat_lag_s=self.config.latency_ms("heartbeat_lag_ms") / 1000,
                 commit_interval_s=None if interval is None else interval / 1000,
                 contention=self.contention,
+                revocation_commit_s=None
+                if self.config.revocation_commit_ms is None
+                else self.config.revocation_commit_ms / 1000,
             )
         self.members[name] = member
         member.start()

@@ -38,6 +38,7 @@ from kassign.sim.calibration.group_size import (
     format_group_sizes,
     format_summary,
     group_size_report,
+    selected_runs,
 )
 from kassign.sim.config import KAFKA44_PRESETS
 
@@ -73,9 +74,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--recordings",
         type=Path,
+        action="append",
         default=None,
         help="predict every run of benchmarks/group_size.py recorded in this directory with the presets as "
-        "they are and compare each cell's mean and median with the recordings (with --report: write it there)",
+        "they are and compare each cell's mean and median with the recordings (with --report: write it there); "
+        "repeat for several directories (each measured on its own groups of 6, one report section each)",
+    )
+    ap.add_argument(
+        "--cells",
+        default=None,
+        help="with --recordings: comma-separated parts of run names to compare (e.g. "
+        "n96-instant-scale-out-eager,n24-instant-scale-in-fast; default all)",
+    )
+    ap.add_argument(
+        "--no-revocation-commit",
+        action="store_true",
+        help="with --recordings: revocations take the preset's revocation_ms (no commit round trip)",
     )
     ap.add_argument(
         "--members", default=None, help="with --recordings: comma-separated group sizes to compare (default all)"
@@ -91,7 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             sizes = None if args.members is None else [int(m) for m in args.members.split(",") if m.strip()]
         except ValueError:
             ap.error(f"--members must be comma-separated numbers, got {args.members!r}")
-        return _group_sizes(args.recordings, sizes, report_to=args.report, contention=not args.no_contention)
+        names = None if args.cells is None else [c.strip() for c in args.cells.split(",") if c.strip()]
+        return _group_sizes(
+            args.recordings,
+            sizes,
+            names,
+            report_to=args.report,
+            contention=not args.no_contention,
+            revocation_commit=not args.no_revocation_commit,
+        )
     reps: list[int] | None = None
     if args.reps is not None:
         try:
@@ -125,17 +147,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _group_sizes(root: Path, sizes: list[int] | None, *, report_to: Path | None, contention: bool = True) -> int:
+def _group_sizes(
+    roots: Sequence[Path],
+    sizes: list[int] | None,
+    names: list[str] | None = None,
+    *,
+    report_to: Path | None,
+    contention: bool = True,
+    revocation_commit: bool = True,
+) -> int:
     if report_to is not None:
-        report_to.write_text(group_size_report(root, members=sizes, contention=contention))
+        sections = [
+            group_size_report(
+                root, members=sizes, names=names, contention=contention, revocation_commit=revocation_commit
+            )
+            for root in roots
+        ]
+        report_to.write_text("\n".join(sections))
         return 0
-    every = load_bench_runs(root)
-    runs = [r for r in every if sizes is None or int(r.meta.get("members", 6)) in sizes]
-    configure = contention_configure(every)[1] if contention else None  # None: not measurable there
-    rows = compare_group_sizes(runs, configure, progress=lambda name: print(name, file=sys.stderr))
-    print(format_summary(rows))
-    print()
-    print(format_group_sizes(rows))
+    for root in roots:
+        every = load_bench_runs(root)
+        runs = selected_runs(every, sizes, names)
+        # None: not measurable there
+        configure = contention_configure(every, revocation_commit=revocation_commit)[1] if contention else None
+        rows = compare_group_sizes(runs, configure, progress=lambda name: print(name, file=sys.stderr))
+        print(f"## {root}")
+        print(format_summary(rows))
+        print()
+        print(format_group_sizes(rows))
     return 0
 
 

@@ -14,7 +14,9 @@ What grows with the group is CPU contention (:mod:`kassign.sim.contention`): eve
 process of its own on the recording machine's :data:`RECORDING_CORES` cores, beside the broker. Its two
 parameters are measured on the recordings' groups of :data:`MEASURED_AT_MEMBERS` only
 (:func:`measured_contention`), never on the larger ones, and the comparison runs with them
-(``contention=False``: without, the presets alone).
+(``contention=False``: without, the presets alone). A third, the core time of a revocation's commit
+round trip (:func:`measured_revocation_commit_ms`), is measured there too and used unless
+``revocation_commit=False``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ __all__ = [
     "MeasuredContention",
     "measured_contention",
     "measured_member_cpu_ms",
+    "measured_revocation_commit_ms",
     "contention_configure",
     "revocation_spread_ms",
     "GroupSizeRow",
@@ -65,6 +68,7 @@ __all__ = [
     "format_group_sizes",
     "group_size_misses",
     "group_size_report",
+    "selected_runs",
 ]
 
 #: Compared per cell, each as the mean and the median over the cell's runs.
@@ -109,17 +113,27 @@ class MeasuredContention:
     """CPU contention's parameters as measured on groups of :data:`MEASURED_AT_MEMBERS`
     (:func:`measured_contention`): ``cores``, ``member_cpu_ms`` (a member's core time per reaction),
     ``heartbeat_lag_ms`` (the lateness per heartbeat interval measured there) and ``cpu_wait_ms`` (that
-    lateness per process beyond the cores, per core), from ``runs`` recorded runs."""
+    lateness per process beyond the cores, per core), from ``runs`` recorded runs; ``revocation_commit_ms``
+    (a revocation's commit round trip's core time, :func:`measured_revocation_commit_ms`; None: not
+    used, revocations take the preset's ``revocation_ms``)."""
 
     cores: int
     member_cpu_ms: float
     heartbeat_lag_ms: float
     cpu_wait_ms: float
     runs: int
+    revocation_commit_ms: float | None = None
 
     def settings(self) -> dict[str, Any]:
         """The :class:`SimConfig` settings that turn contention on."""
-        return {"cpu_cores": self.cores, "cpu_wait_ms": self.cpu_wait_ms, "member_cpu_ms": self.member_cpu_ms}
+        out: dict[str, Any] = {
+            "cpu_cores": self.cores,
+            "cpu_wait_ms": self.cpu_wait_ms,
+            "member_cpu_ms": self.member_cpu_ms,
+        }
+        if self.revocation_commit_ms is not None:
+            out["revocation_commit_ms"] = self.revocation_commit_ms
+        return out
 
 
 def _measured_size(run: BenchRun) -> bool:
@@ -150,13 +164,44 @@ def measured_member_cpu_ms(runs: Iterable[BenchRun], cores: int = RECORDING_CORE
     return round(statistics.median(spacings) * cores * 1000, 2)
 
 
-def measured_contention(runs: Iterable[BenchRun], cores: int = RECORDING_CORES) -> MeasuredContention:
+def measured_revocation_commit_ms(runs: Iterable[BenchRun], wait_ms: float) -> float:
+    """The core time of a revocation's commit round trip, from the eager scale-ins and scale-outs among
+    ``runs``: each survivor's revocation callback (``cb_revoked`` to ``cb_revoked_done``, one OffsetCommit
+    answered) is a wake-up wait and that core time; the median over the callbacks, less ``wait_ms``
+    (the mean wake-up wait in those runs), in ms (at least 0). The median, because a callback that
+    also waited for the member's periodic commit in flight takes two round trips (the model has those
+    separately)."""
+    durations: list[float] = []
+    for run in runs:
+        if run.meta.get("scenario") not in ("scale-in", "scale-out") or group_size_mode(run.meta) != "eager":
+            continue
+        trigger = float(run.meta["triggers"][0])
+        events = run.events()
+        leaving = leaving_after(events, trigger)
+        began: dict[str, float] = {}
+        for e in events:
+            if e.t < trigger or e.id in leaving:
+                continue
+            if e.ev == "cb_revoked" and e.parts:
+                began[e.id] = e.t
+            elif e.ev == "cb_revoked_done" and e.id in began:
+                durations.append(e.t - began.pop(e.id))
+    if not durations:
+        raise ValueError("no eager scale-in or scale-out revocations among the runs to measure a commit on")
+    return round(max(0.0, statistics.median(durations) * 1000 - wait_ms), 2)
+
+
+def measured_contention(
+    runs: Iterable[BenchRun], cores: int = RECORDING_CORES, *, revocation_commit: bool = True
+) -> MeasuredContention:
     """CPU contention's parameters, measured on the groups of :data:`MEASURED_AT_MEMBERS` among ``runs``
     (the others are not looked at): ``member_cpu_ms`` by :func:`measured_member_cpu_ms`; the heartbeats'
     lateness per interval of the eager survivors of a scale-in or scale-out
     (:func:`~kassign.sim.calibration.fit.measured_heartbeat_lag_ms`, their reaction being two network
     trips, the poll loop's latency and a reaction's core time), which with ``P`` processes (the members
-    and the broker) on ``cores`` cores is ``cpu_wait_ms * (P - cores) / cores``."""
+    and the broker) on ``cores`` cores is ``cpu_wait_ms * (P - cores) / cores``; with
+    ``revocation_commit``, a revocation's commit by :func:`measured_revocation_commit_ms` (less that
+    lateness, the mean wake-up wait there)."""
     mine = [r for r in runs if _measured_size(r)]
     if not mine:
         raise ValueError(f"no groups of {MEASURED_AT_MEMBERS} members among the runs to measure contention on")
@@ -165,7 +210,16 @@ def measured_contention(runs: Iterable[BenchRun], cores: int = RECORDING_CORES) 
     reaction_ms = 2 * latency["network_ms"] + latency["poll_ms"] + work_ms
     lag_ms = max(0.0, measured_heartbeat_lag_ms(mine, reaction_ms, scenarios=("scale-in", "scale-out", "crash")))
     beyond = max(1, MEASURED_AT_MEMBERS + BROKER_PROCESSES - cores) / cores
-    return MeasuredContention(cores, work_ms, lag_ms, round(lag_ms / beyond, 3), len(mine))
+    wait_ms = round(lag_ms / beyond, 3)
+    commit_ms: float | None = None
+    if revocation_commit:
+        try:
+            commit_ms = measured_revocation_commit_ms(
+                mine, mean_wait(wait_ms, MEASURED_AT_MEMBERS + BROKER_PROCESSES, cores)
+            )
+        except ValueError:
+            commit_ms = None  # no eager revocations there: revocations keep the preset's revocation_ms
+    return MeasuredContention(cores, work_ms, lag_ms, wait_ms, len(mine), commit_ms)
 
 
 def revocation_spread_ms(events: Iterable[Event], trigger: float) -> float | None:
@@ -460,34 +514,56 @@ def _miss_line(row: GroupSizeCell, metric: str, how: str) -> str:
 
 
 def contention_configure(
-    all_runs: Sequence[BenchRun],
+    all_runs: Sequence[BenchRun], *, revocation_commit: bool = True
 ) -> tuple[MeasuredContention | None, Callable[[BenchRun], SimConfig] | None, str]:
-    """Contention measured on the groups of :data:`MEASURED_AT_MEMBERS` among ``all_runs``, the
-    ``configure`` that simulates each run with it (:func:`group_size_config` plus its settings), and
-    why not when it cannot be measured there (then ``None, None, reason``: the presets alone)."""
+    """Contention measured on the groups of :data:`MEASURED_AT_MEMBERS` among ``all_runs`` (with the
+    revocation's commit unless ``revocation_commit`` is False), the ``configure`` that simulates each run
+    with it (:func:`group_size_config` plus its settings), and why not when it cannot be measured there
+    (then ``None, None, reason``: the presets alone)."""
     try:
-        measured = measured_contention(all_runs)
+        measured = measured_contention(all_runs, revocation_commit=revocation_commit)
     except ValueError as exc:
         return None, None, str(exc)
     settings = measured.settings()
     return measured, lambda run: group_size_config(run.meta, **settings), ""
 
 
+def selected_runs(
+    every: Iterable[BenchRun], members: Iterable[int] | None = None, names: Iterable[str] | None = None
+) -> list[BenchRun]:
+    """The runs of ``every`` in groups of ``members`` (None: any size) whose name contains one of
+    ``names`` (None: any), e.g. ``n96-instant-scale-out-eager``."""
+    sizes = None if members is None else set(members)
+    parts = None if names is None else [n for n in names if n]
+    return [
+        r
+        for r in every
+        if (sizes is None or int(r.meta.get("members", 6)) in sizes)
+        and (parts is None or any(part in r.name for part in parts))
+    ]
+
+
 def group_size_report(
-    root: str | Path, *, members: Iterable[int] | None = None, title: str = "", contention: bool = True
+    root: str | Path,
+    *,
+    members: Iterable[int] | None = None,
+    title: str = "",
+    contention: bool = True,
+    names: Iterable[str] | None = None,
+    revocation_commit: bool = True,
 ) -> str:
-    """The markdown report of every run under ``root`` (``members``: only groups of these sizes), with
-    CPU contention measured on its groups of :data:`MEASURED_AT_MEMBERS` (``contention=False``: without)."""
-    wanted = None if members is None else set(members)
+    """The markdown report of every run under ``root`` (``members``, ``names``: only those runs,
+    :func:`selected_runs`), with CPU contention measured on its groups of :data:`MEASURED_AT_MEMBERS`
+    (``contention=False``: without; ``revocation_commit=False``: without the revocation's commit)."""
     every = load_bench_runs(root)
-    runs = [r for r in every if wanted is None or int(r.meta.get("members", 6)) in wanted]
+    runs = selected_runs(every, members, names)
     if not runs:
-        raise ValueError(f"no recorded runs under {root}" + (f" of {sorted(wanted)} members" if wanted else ""))
+        raise ValueError(f"no recorded runs under {root} selected")
     measured: MeasuredContention | None = None
     configure: Callable[[BenchRun], SimConfig] | None = None
     why_not = "not asked for"
     if contention:
-        measured, configure, why_not = contention_configure(every)
+        measured, configure, why_not = contention_configure(every, revocation_commit=revocation_commit)
     rows = compare_group_sizes(runs, configure)
     owed, excused = group_size_misses(rows)
     model = (
@@ -507,7 +583,19 @@ def group_size_report(
                 f"{mean_wait(measured.cpu_wait_ms, n + BROKER_PROCESSES, measured.cores):.3g} ms at {n} members"
                 for n in sorted({int(r.meta.get("members", 6)) for r in runs})
             )
-            + f" on average. Each run is simulated with {DRAWS} seeds and the median taken."
+            + " on average. "
+            + (
+                "Revocation callbacks take the preset's `revocation_ms`."
+                if measured.revocation_commit_ms is None
+                else (
+                    "A revocation callback commits (`revocation_commit_ms`): it waits for the member's periodic "
+                    "commit in flight (a cooperative survivor's, sent while its JoinGroup was parked, is refused "
+                    "and sent again after the round), then for its own, each answer a wake-up and "
+                    f"{measured.revocation_commit_ms:g} ms of a core, first come first served (measured on the "
+                    f"eager revocations of {MEASURED_AT_MEMBERS} members: their median less the mean wait there)."
+                )
+            )
+            + f" Each run is simulated with {DRAWS} seeds and the median taken."
         )
     )
     lines = [
