@@ -49,3 +49,12 @@ def test_the_heartbeat_table_is_what_the_benchmark_prints_for_its_results() -> N
     (hb250,) = (ROOT / "benchmarks" / "results").glob("group-size-2026-11-27-kafka44hb250-*.json")
     assert hb250 not in RESULTS
     assert format_tables(load_runs([hb250]), {}) in (ROOT / "docs" / "scale.md").read_text()
+
+
+def test_the_shared_processes_table_is_what_the_benchmark_prints_for_its_results() -> None:
+    """The runs with eight members to a process are kept apart too: another setup, not the main table's."""
+    (shared,) = (ROOT / "benchmarks" / "results").glob("group-size-shared-processes-*-kafka44-n96-scale-out.json")
+    assert shared not in RESULTS
+    runs = load_runs([shared])
+    assert {key[3] for key in runs} == {"eager", "cooperative+fast-follow-up"}
+    assert format_tables(runs, {}) in (ROOT / "docs" / "scale.md").read_text()
