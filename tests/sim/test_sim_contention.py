@@ -26,6 +26,7 @@ from kassign.sim.contention import BROKER_PROCESSES, CpuContention
 from kassign.sim.scenarios import Crash, ScaleIn, ScaleOut, Scenario
 from kassign.sim.simulator import SimResult, simulate
 from kassign.timeline.events import Event
+from tests.sim.recorded_runs import scale_in_meta
 
 # -- the model on its own ------------------------------------------------------------------------
 
@@ -192,19 +193,7 @@ def _fake_run(tmp_path: Path, name: str, meta: dict[str, object], events: list[E
 def _scale_in_run(tmp_path: Path, members: int, spacing_s: float) -> BenchRun:
     """A recorded eager scale-in of ``members`` (one leaving) whose survivors' assign callbacks in the
     round after the trigger come ``spacing_s`` apart."""
-    meta = {
-        "scenario": "scale-in",
-        "mode": "eager",
-        "profile": "instant",
-        "phase": 0.5,
-        "members": members,
-        "change": 1,
-        "partitions": 24,
-        "triggers": [100.0],
-        "end": 110.0,
-        "heartbeat_ms": 1000,
-        "session_ms": 10000,
-    }
+    meta = scale_in_meta(members)
     events = [Event(f"m{i}", 90.0, "subscribed", None, {}) for i in range(1, members + 1)]
     events += [Event(f"m{members}", 100.01, "closing", None, {})]
     events += [Event(f"m{i}", 100.6 + (i - 1) * spacing_s, "cb_assigned", [], {"gen": 5}) for i in range(1, members)]

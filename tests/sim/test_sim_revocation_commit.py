@@ -27,6 +27,7 @@ from kassign.sim.contention import CpuContention
 from kassign.sim.scenarios import ScaleIn, ScaleOut, Scenario
 from kassign.sim.simulator import SimResult, simulate
 from kassign.timeline.events import Event
+from tests.sim.recorded_runs import scale_in_meta
 
 
 def _group(members: int, step: object, *, seed: int = 3, **extra: object) -> SimResult:
@@ -151,19 +152,7 @@ def test_the_commit_is_deterministic_for_a_seed() -> None:
 def _run(tmp_path: Path, members: int, durations_ms: list[float], mode: str = "eager") -> BenchRun:
     """A recorded scale-in of ``members`` whose survivors' revocations after the trigger took ``durations_ms``."""
     name = f"n{members}-instant-scale-in-{mode}-r1"
-    meta = {
-        "scenario": "scale-in",
-        "mode": mode,
-        "profile": "instant",
-        "phase": 0.5,
-        "members": members,
-        "change": 1,
-        "partitions": 24,
-        "triggers": [100.0],
-        "end": 110.0,
-        "heartbeat_ms": 1000,
-        "session_ms": 10000,
-    }
+    meta = scale_in_meta(members, mode)
     rows: list[dict[str, object]] = [{"id": f"m{i}", "t": 90.0, "ev": "subscribed"} for i in range(1, members + 1)]
     rows += [{"id": f"m{i}", "t": 99.45, "ev": "cb_assigned", "parts": [i], "gen": 4} for i in range(1, members + 1)]
     rows.append({"id": f"m{members}", "t": 100.01, "ev": "closing"})
