@@ -30,9 +30,15 @@ def test_simulated_scale_out_matches_the_live_group(
     with GroupDriver(kafka_broker.bootstrap, group_id, topic, timing=timing) as group:
         group.start_members(3, "confluent", strategy)
         group.wait_settled(30.0, balanced=True)
+        # The newcomers' processes start beforehand and subscribe together, as the simulator's do: three
+        # interpreters starting on a loaded machine could otherwise split their JoinGroups over two rounds.
+        newcomers = [group.start_member("confluent", strategy, hold=True) for _ in range(3)]
+        for newcomer in newcomers:
+            group.wait_ready(newcomer, 60.0)
         time.sleep(1.0)
         scale_out = time.time()
-        group.start_members(3, "confluent", strategy)
+        for newcomer in newcomers:
+            group.release_member(newcomer)
         group.wait_settled(30.0, balanced=True)
         time.sleep(1.0)
         events = group.events()
