@@ -1,15 +1,18 @@
 """Commits that meet a rebalance on the classic protocol, against a broker (issue #27).
 
-The window of the issue, made deterministic: member A heartbeats fast, member D slowly (3 s), so
-when B joins, A's JoinGroup waits at the join barrier for D; a commit A issues meanwhile is built
-under the generation A is leaving and queued behind that JoinGroup on the coordinator connection,
-so the broker answers it ILLEGAL_GENERATION once the join phase is over (aiokafka and kassign before
-#27: CommitFailedError, "already rebalanced ... max_poll_interval_ms"). Now:
+The windows made deterministic: member A heartbeats fast, member D slowly (3 s), so when B joins,
+A's JoinGroup waits at the join barrier for D.
 
-* ``commit()`` completes under the new generation for the partitions A kept, and the one the round
-  took from A is never committed;
-* ``commit(offsets)`` naming the partition A lost commits the kept ones and is refused for it;
-* a zombie (its heartbeats stopped past the session timeout) still has its commit refused, and the
+* A commit A issues while its JoinGroup waits goes on a connection of its own and is answered at
+  once: the group is preparing its rebalance and accepts the generation A is leaving, for every
+  partition A consumed (A still owns them all). On the coordinator connection it would be read only
+  after the join phase, and refused.
+* A commit A issues after its JoinGroup was answered, while its SyncGroup waits for the leader D (its
+  assignment held up), meets the group completing its rebalance (REBALANCE_IN_PROGRESS). Then
+  ``commit()`` completes under the new generation for the partitions A kept, and the one the round
+  took from A is never committed; ``commit(offsets)`` naming that partition commits the kept ones
+  and is refused for it.
+* A zombie (its heartbeats stopped past the session timeout) still has its commit refused, and the
   error names the expired session.
 """
 
@@ -108,24 +111,51 @@ async def _committed(consumer: CooperativeConsumer, partitions) -> dict[TP, int 
     return {tp: await consumer.committed(tp) for tp in sorted(partitions)}
 
 
-async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit: bool):
-    """A and D settled (3 partitions each); B joins; A commits while its JoinGroup waits for D.
-    Returns (A's partitions before, A's partitions after, what A consumed, the commit's outcome,
-    the committed offsets of A's former partitions, the commit's duration)."""
+async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explicit: bool, syncing: bool):
+    """A and D settled (3 partitions each, D the leader); B joins; A commits while its JoinGroup waits
+    for D, or (``syncing``) once it was answered, while its SyncGroup waits for D's assignment, held
+    up 2 s. Returns (A's partitions before, A's partitions after, what A consumed, the commit's
+    outcome, the committed offsets of A's former partitions, the commit's duration, whether A's
+    JoinGroup was still out when the commit returned)."""
     await produce(bootstrap, topic, 2000)
     a = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
     d = Member(bootstrap, group_id, topic, heartbeat_ms=3000, session_ms=10000)
     b = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
     partitions = {TP(topic, p) for p in range(PARTITIONS)}
-    await asyncio.gather(a.start(), d.start())
     joining = None
     try:
+        # D first: the group's first member leads it for as long as it stays.
+        await d.start()
+        await wait_consumers_settled([d.consumer], partitions, 60)
+        await a.start()
         before_a, _ = await wait_consumers_settled([a.consumer, d.consumer], partitions, 60)
         await wait_until(lambda: set(a.positions()) == before_a, 30, "A reads every partition it owns", every=0.005)
         consumed = await a.pause()
-        joining = asyncio.create_task(b.start())
+        leader = d.consumer._coordinator
+        assigned_by_d = []
+        if syncing:
+            assign = leader._perform_assignment
+
+            async def held_up(response: Any) -> Any:
+                assigned_by_d.append(response)
+                await asyncio.sleep(2)
+                return await assign(response)
+
+            leader._perform_assignment = held_up
         coordinator = a.consumer._coordinator
-        await wait_until(lambda: coordinator._join_in_flight, 20, "A rejoins for B", every=0.005)
+        generation = coordinator.generation
+        joining = asyncio.create_task(b.start())
+        if syncing:
+            await wait_until(
+                lambda: (
+                    coordinator.generation > generation and coordinator._joining and not coordinator._join_in_flight
+                ),
+                20,
+                "A's JoinGroup answered, its SyncGroup waiting",
+                every=0.005,
+            )
+        else:
+            await wait_until(lambda: coordinator._join_in_flight, 20, "A rejoins for B", every=0.005)
         began = time.monotonic()
         try:
             if explicit:
@@ -136,11 +166,15 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
         except Errors.KafkaError as exc:
             outcome = exc
         took = time.monotonic() - began
+        # Still out: A's first JoinGroup of the round (a later round's would come with a new generation).
+        join_still_out = coordinator._join_in_flight and coordinator.generation == generation
         a.resume()
         await joining
         after = await wait_consumers_settled([a.consumer, d.consumer, b.consumer], partitions, 60)
         committed = await _committed(a.consumer, before_a)
-        return before_a, after[0], consumed, outcome, committed, took
+        if syncing:
+            assert assigned_by_d, "D did not lead the round"
+        return before_a, after[0], consumed, outcome, committed, took, join_still_out
     finally:
         if joining is not None and not joining.done():
             joining.cancel()
@@ -148,10 +182,24 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, explicit:
 
 
 @pytest.mark.asyncio
+async def test_a_commit_issued_while_the_join_waits_is_answered_at_once(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(PARTITIONS)
+    before, after, consumed, outcome, committed, took, join_still_out = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=False, syncing=False
+    )
+    print(f"\nclassic: commit issued while the JoinGroup waits answered in {took:.3f} s")
+    assert outcome == "ok", f"the commit failed: {outcome!r}"
+    assert join_still_out, f"the commit was answered only after A's JoinGroup ({took:.2f} s)"
+    assert before - after, (before, after)
+    # Every partition A consumed, the one the round then moved too: A still owned it.
+    assert committed == {tp: consumed[tp] for tp in before}, (committed, consumed)
+
+
+@pytest.mark.asyncio
 async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
-    before, after, consumed, outcome, committed, took = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=False
+    before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=False, syncing=True
     )
     kept, moved = before & after, before - after
     print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
@@ -165,8 +213,8 @@ async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(boots
 @pytest.mark.asyncio
 async def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
-    before, after, consumed, outcome, committed, took = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=True
+    before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=True, syncing=True
     )
     kept, moved = before & after, before - after
     assert isinstance(outcome, Errors.CommitFailedError), outcome

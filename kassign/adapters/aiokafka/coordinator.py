@@ -96,8 +96,10 @@ _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 # that JoinGroup at once itself.
 _REJOIN_AT_ONCE = frozenset({"REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"})
 _NO_GENERATION = OffsetCommitRequest.DEFAULT_GENERATION_ID
-# aiokafka keys its connections by (node, group): a key of our own is a connection of our own.
-_LEAVE_CONNECTION = "kassign-leave"
+# aiokafka keys its connections by (node, group): a key of our own is a connection of our own, for
+# the requests that must not queue behind a JoinGroup or SyncGroup waiting on the coordinator
+# connection (the broker reads one request per connection at a time).
+_BESIDE_THE_ROUND = "kassign-beside-round"
 
 
 def _error_name(code: int) -> str:
@@ -610,7 +612,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         the round this member is leaving has completed with it."""
         request = LeaveGroupRequest(self.group_id, self.member_id)
         try:
-            response = await self._client.send(self.coordinator_id, request, group=_LEAVE_CONNECTION)
+            response = await self._client.send(self.coordinator_id, request, group=_BESIDE_THE_ROUND)
             error = Errors.for_code(response.error_code)
             log.info("group %s: LeaveGroup beside the pending JoinGroup answered %s", self.group_id, error.__name__)
         except Errors.KafkaError as err:
@@ -623,11 +625,14 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     # only mean "the group is rebalancing": as Java does, the member resets only when its generation
     # is unchanged and the member id is unknown; ILLEGAL_GENERATION from a known member just rejoins.
 
-    # A commit that meets a rebalance (REBALANCE_IN_PROGRESS, or ILLEGAL_GENERATION for the generation
-    # the member is leaving through the round) is not the application's failure: its partitions are
-    # still its own unless the round takes them. Java raises RebalanceInProgressException and lets
-    # the application retry after poll(); here the commit waits for the round, at most the rebalance
-    # timeout, and goes out again under the new generation for the partitions the member kept.
+    # A commit issued while this member's JoinGroup or SyncGroup is out goes beside the round
+    # (_send_beside_the_round): a group preparing its rebalance accepts it. Java fails it at once,
+    # before sending, with RebalanceInProgressException and lets the application retry after poll().
+    # A commit that meets a rebalance all the same (REBALANCE_IN_PROGRESS once the join phase is over,
+    # or ILLEGAL_GENERATION for the generation the member is leaving) is not the application's
+    # failure: its partitions are still its own unless the round takes them. It waits for the round,
+    # at most the rebalance timeout, and goes out again under the new generation for the partitions
+    # the member kept.
 
     def _poll_timed_out(self) -> bool:
         """Java's poll timer: no getmany()/getone() for max_poll_interval_ms (aiokafka's heartbeat then leaves)."""
@@ -760,7 +765,10 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if isinstance(request, HeartbeatRequest) and self._group_instance_id is not None:
             request = InstanceHeartbeatRequest(self.group_id, self.generation, self.member_id, self._group_instance_id)
         self._member_id_kept = False
-        response = await super()._send_req(request)
+        if isinstance(request, OffsetCommitRequest) and self._joining:
+            response = await self._send_beside_the_round(request)
+        else:
+            response = await super()._send_req(request)
         code = getattr(response, "error_code", None)
         error = None if code is None else _error_name(code)
         if error in FATAL_FENCING_ERRORS:
@@ -778,6 +786,28 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             # Set until _do_commit_offsets has handled this response, which it does without awaiting.
             self._commit_response_for = self._commit_sent_as
         return response
+
+    async def _send_beside_the_round(self, request: Any) -> Any:
+        """A commit issued while this member's JoinGroup or SyncGroup is out, sent on a connection of its
+        own. On the coordinator connection the broker would read it only once the join phase is over,
+        and then refuse it (the group completing its rebalance); beside the round it is read at once,
+        and a group still preparing its rebalance accepts a commit of the generation being left (the
+        member still owns those partitions: no round has handed them on yet). At 96 members the queued
+        commit and its second attempt doubled an owner's revocation step. Errors as aiokafka's ``_send_req``."""
+        node_id = self.coordinator_id
+        if node_id is None:
+            raise Errors.GroupCoordinatorNotAvailableError()
+        try:
+            return await self._client.send(node_id, request, group=_BESIDE_THE_ROUND)
+        except Errors.KafkaError as err:
+            log.error(
+                "group %s: commit beside the round to node %s failed (%r): coordinator dead",
+                self.group_id,
+                node_id,
+                err,
+            )
+            self.coordinator_dead()
+            raise
 
     async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
         # The request is built from these before the first await; commits run one at a time
