@@ -151,13 +151,15 @@ def load_runs(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[Run
     return cells
 
 
-_DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
+# A date, and a letter after it for a later set of the same day (after a change to kassign): 2026-11-28b.
+_DATED = re.compile(r"(\d{4}-\d{2}-\d{2}[a-z]?)(?![a-z])")
 
 
 def load_current(paths: Sequence[Path]) -> dict[tuple[int, str, str, str], list[RunResult]]:
     """:func:`load_runs`, each cell from the newest date that measured it (the first ``YYYY-MM-DD`` in a
-    file's name; undated files count as oldest): a cell measured again after a change to kassign
-    replaces its earlier runs, whose files stay as the record of before."""
+    file's name, with a letter after it for a later set of that day; undated files count as oldest): a
+    cell measured again after a change to kassign replaces its earlier runs, whose files stay as the
+    record of before."""
     by_date: dict[str, list[Path]] = {}
     for path in paths:
         found = _DATED.search(path.name)

@@ -132,3 +132,7 @@ def test_a_cell_measured_again_on_a_later_date_replaces_the_earlier_runs(tmp_pat
     assert [r.unowned_ps for r in cells[(6, "instant", "scale-out", "eager")]] == [7.0]
     assert [r.unowned_ps for r in cells[(6, "instant", "scale-out", "consumer")]] == [5.0]  # not measured again
     assert len(load_current([old, older_too])[(6, "instant", "scale-out", "eager")]) == 3  # one date: merged
+    # A later set of the same day (after a change to kassign) carries a letter after the date.
+    later_that_day = saved("group-size-2026-11-28b-a.json", {"eager": [9.0]})
+    cells = load_current([later_that_day, new, old])
+    assert [r.unowned_ps for r in cells[(6, "instant", "scale-out", "eager")]] == [9.0]

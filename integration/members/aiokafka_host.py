@@ -25,12 +25,11 @@ import asyncio
 import logging
 import shlex
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from integration.members.aiokafka_member import build_member, configure_logging, member_arguments
-from integration.members.reporting import EventWriter
+from integration.members.reporting import EventWriter, read_stdin_lines
 
 log = logging.getLogger(__name__)
 
@@ -52,20 +51,15 @@ async def _run_member(member_id: str, argv: Sequence[str], hosted: _Hosted) -> N
     EventWriter(member_id).emit("exit", code=code)
 
 
-def _read_commands(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
-    try:
-        for raw in sys.stdin.buffer:
-            loop.call_soon_threadsafe(queue.put_nowait, raw.decode("utf-8", "replace").strip())
-    except OSError:
-        pass  # a broken stdin means the driver is gone: close as on end-of-file
-    loop.call_soon_threadsafe(queue.put_nowait, None)
-
-
 async def serve() -> None:
     """Run the members stdin asks for until it ends, then close them all."""
     loop = asyncio.get_running_loop()
     commands: asyncio.Queue[str | None] = asyncio.Queue()
-    threading.Thread(target=_read_commands, args=(loop, commands), name="host-stdin", daemon=True).start()
+    read_stdin_lines(
+        lambda line: loop.call_soon_threadsafe(commands.put_nowait, line),
+        lambda: loop.call_soon_threadsafe(commands.put_nowait, None),
+        name="host-stdin",
+    )
     members: dict[str, _Hosted] = {}
     while (line := await commands.get()) is not None:
         verb, _, rest = line.partition(" ")

@@ -87,23 +87,35 @@ class ProcessedOffsets:
             self.next_offset.pop(k, None)
 
 
+def read_stdin_lines(
+    on_line: Callable[[str], None], on_eof: Callable[[], None], name: str = "stdin-watcher"
+) -> threading.Thread:
+    """Hand every line of stdin (decoded, stripped) to ``on_line``, then call ``on_eof`` at its end,
+    both from a daemon thread: the driver talks to a member process through its stdin."""
+
+    def run() -> None:
+        try:
+            for raw in sys.stdin.buffer:
+                on_line(raw.decode("utf-8", "replace").strip())
+        except OSError:
+            pass  # a broken stdin means the driver is gone: stop as on end-of-file
+        on_eof()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
 def watch_stdin(on_eof: Callable[[], None], on_go: Callable[[], None] | None = None) -> threading.Thread:
     """Call ``on_eof`` (from a daemon thread) when stdin reaches end-of-file: the driver's stop signal.
 
     A line ``go`` calls ``on_go``: the driver's signal for a member held before subscribing."""
 
-    def run() -> None:
-        try:
-            for line in sys.stdin.buffer:
-                if line.strip() == b"go" and on_go is not None:
-                    on_go()
-        except OSError:
-            pass  # a broken stdin means the driver is gone: stop as on end-of-file
-        on_eof()
+    def on_line(line: str) -> None:
+        if line == "go" and on_go is not None:
+            on_go()
 
-    thread = threading.Thread(target=run, name="stdin-watcher", daemon=True)
-    thread.start()
-    return thread
+    return read_stdin_lines(on_line, on_eof)
 
 
 class BatchProcessing:

@@ -55,11 +55,11 @@ only: Java's and librdkafka's ``revocation_ms`` presets were fitted with their c
 revocation callback is the benchmark member's (``integration/members/aiokafka_member.py``): it waits
 for its periodic commit in flight (``SerialCommitter.wait``), then commits the revoked partitions and
 waits for the answer, each answer a wake-up and ``revocation_commit_s`` of a core under contention.
-A periodic commit sent while the member's JoinGroup or SyncGroup was out is in flight until the round
-is over: the broker reads a connection's requests one at a time, so it waits behind the parked
-JoinGroup, is refused (the round is on), and kassign's commit guard sends it again once the round
-completed -- one more round trip before a cooperative survivor's revocation commit. Otherwise the
-periodic commit is in flight for a mean round trip after its tick.
+A periodic commit sent after the member's JoinGroup was answered waits behind its SyncGroup on the
+coordinator connection (the broker reads a connection's requests one at a time) and is answered only
+after the round -- one more round trip before a cooperative survivor's revocation commit. Otherwise
+(one sent while the JoinGroup waits goes beside it, and a group preparing its rebalance accepts it)
+the periodic commit is in flight for a mean round trip after its tick.
 
 kassign's fast follow-up (``fast_follow_up``, :mod:`kassign.membership.follow_up`) removes the
 heartbeat wait before a cooperative follow-up rebalance: a kassign leader whose assignor withholds
@@ -161,6 +161,7 @@ class SimMember:
         self._known_id = False
         self._lost = False  # fenced: what it owns is lost at the next join
         self._last_join: float | None = None  # when the last JoinGroup left (librdkafka's join interval)
+        self._join_answered_t: float | None = None  # when the last JoinGroup answer was handled
         self._skip_join_backoff = False  # this join follows a revocation or MEMBER_ID_REQUIRED
         self._in_round = False  # a JoinGroup sent whose round (join and sync) is not over
         self._callbacks_pending = False  # librdkafka: rebalance callbacks waiting for poll()
@@ -430,6 +431,7 @@ class SimMember:
             self._failed(response.error)
             return
         self.state = "syncing"
+        self._join_answered_t = self.ctx.loop.now
         delay = self.ctx.latency("network_ms")
         assignment = None
         if response.leader == self.id:
@@ -513,8 +515,8 @@ class SimMember:
         commits, wait_s = 1, 0.0
         last = self._last_commit_t()
         if last is not None and self.poll.consuming:  # (called before the revoked stop being consumed)
-            if in_round and self._last_join is not None and last > self._last_join:
-                commits = 2  # parked behind the JoinGroup, refused, sent again now the round is over
+            if in_round and self._join_answered_t is not None and last > self._join_answered_t:
+                commits = 2  # queued behind the SyncGroup: answered after the round
             else:
                 assert self.contention is not None and self.revocation_commit_s is not None
                 mean_round_trip = self.contention.mean_wait_s() + self.revocation_commit_s

@@ -1,4 +1,4 @@
-"""Commits that meet a rebalance on the classic protocol, against a broker (issue #27).
+"""Commits that meet a rebalance on the classic protocol, against a broker (issues #27 and #28).
 
 The windows made deterministic: member A heartbeats fast, member D slowly (3 s), so when B joins,
 A's JoinGroup waits at the join barrier for D.
@@ -7,11 +7,12 @@ A's JoinGroup waits at the join barrier for D.
   once: the group is preparing its rebalance and accepts the generation A is leaving, for every
   partition A consumed (A still owns them all). On the coordinator connection it would be read only
   after the join phase, and refused.
-* A commit A issues after its JoinGroup was answered, while its SyncGroup waits for the leader D (its
-  assignment held up), meets the group completing its rebalance (REBALANCE_IN_PROGRESS). Then
-  ``commit()`` completes under the new generation for the partitions A kept, and the one the round
-  took from A is never committed; ``commit(offsets)`` naming that partition commits the kept ones
-  and is refused for it.
+* A commit A issues while its SyncGroup waits for the leader D (its assignment held up) is read after
+  that SyncGroup, once the group is stable again, and accepted for every partition too.
+* A commit that reaches the broker after the join phase all the same (here: held back in the test
+  until A's JoinGroup is answered) is refused (ILLEGAL_GENERATION). Then ``commit()`` completes under
+  the new generation for the partitions A kept, and the one the round took from A is never
+  committed; ``commit(offsets)`` naming that partition commits the kept ones and is refused for it.
 * A zombie (its heartbeats stopped past the session timeout) still has its commit refused, and the
   error names the expired session.
 """
@@ -111,12 +112,13 @@ async def _committed(consumer: CooperativeConsumer, partitions) -> dict[TP, int 
     return {tp: await consumer.committed(tp) for tp in sorted(partitions)}
 
 
-async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explicit: bool, syncing: bool):
+async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explicit: bool, when: str):
     """A and D settled (3 partitions each, D the leader); B joins; A commits while its JoinGroup waits
-    for D, or (``syncing``) once it was answered, while its SyncGroup waits for D's assignment, held
-    up 2 s. Returns (A's partitions before, A's partitions after, what A consumed, the commit's
-    outcome, the committed offsets of A's former partitions, the commit's duration, whether A's
-    JoinGroup was still out when the commit returned)."""
+    for D (``when="joining"``); or once it was answered, while its SyncGroup waits for D's assignment,
+    held up 2 s (``"syncing"``); or while its JoinGroup waits, the commit held back until A's JoinGroup
+    is answered (``"overtaken"``). Returns (A's partitions before, A's partitions after, what A
+    consumed, the commit's outcome, the committed offsets of A's former partitions, the commit's
+    duration, whether A's JoinGroup was still out when the commit returned)."""
     await produce(bootstrap, topic, 2000)
     a = Member(bootstrap, group_id, topic, heartbeat_ms=200, session_ms=10000)
     d = Member(bootstrap, group_id, topic, heartbeat_ms=3000, session_ms=10000)
@@ -131,9 +133,11 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
         before_a, _ = await wait_consumers_settled([a.consumer, d.consumer], partitions, 60)
         await wait_until(lambda: set(a.positions()) == before_a, 30, "A reads every partition it owns", every=0.005)
         consumed = await a.pause()
-        leader = d.consumer._coordinator
+        coordinator = a.consumer._coordinator
+        generation = coordinator.generation
         assigned_by_d = []
-        if syncing:
+        if when == "syncing":
+            leader = d.consumer._coordinator
             assign = leader._perform_assignment
 
             async def held_up(response: Any) -> Any:
@@ -142,10 +146,17 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
                 return await assign(response)
 
             leader._perform_assignment = held_up
-        coordinator = a.consumer._coordinator
-        generation = coordinator.generation
+        elif when == "overtaken":
+            send_beside = coordinator._send_beside_the_join
+
+            async def overtaken(request: Any) -> Any:
+                coordinator._send_beside_the_join = send_beside  # this commit only
+                await wait_until(lambda: coordinator.generation > generation, 20, "A's JoinGroup answered", every=0.005)
+                return await send_beside(request)
+
+            coordinator._send_beside_the_join = overtaken
         joining = asyncio.create_task(b.start())
-        if syncing:
+        if when == "syncing":
             await wait_until(
                 lambda: (
                     coordinator.generation > generation and coordinator._joining and not coordinator._join_in_flight
@@ -172,7 +183,7 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
         await joining
         after = await wait_consumers_settled([a.consumer, d.consumer, b.consumer], partitions, 60)
         committed = await _committed(a.consumer, before_a)
-        if syncing:
+        if when == "syncing":
             assert assigned_by_d, "D did not lead the round"
         return before_a, after[0], consumed, outcome, committed, took, join_still_out
     finally:
@@ -185,7 +196,7 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
 async def test_a_commit_issued_while_the_join_waits_is_answered_at_once(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took, join_still_out = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=False, syncing=False
+        bootstrap_servers, group_id, topic, explicit=False, when="joining"
     )
     print(f"\nclassic: commit issued while the JoinGroup waits answered in {took:.3f} s")
     assert outcome == "ok", f"the commit failed: {outcome!r}"
@@ -196,10 +207,23 @@ async def test_a_commit_issued_while_the_join_waits_is_answered_at_once(bootstra
 
 
 @pytest.mark.asyncio
+async def test_a_commit_issued_while_the_sync_waits_is_answered_after_it(bootstrap_servers, group_id, topic_factory):
+    topic = topic_factory(PARTITIONS)
+    before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=True, when="syncing"
+    )
+    print(f"\nclassic: commit issued while the SyncGroup waits answered in {took:.2f} s")
+    assert outcome == "ok", f"the commit failed: {outcome!r}"
+    assert before - after, (before, after)
+    # Read after the SyncGroup, under the new generation: A still owned every partition it names.
+    assert committed == {tp: consumed[tp] for tp in before}, (committed, consumed)
+
+
+@pytest.mark.asyncio
 async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=False, syncing=True
+        bootstrap_servers, group_id, topic, explicit=False, when="overtaken"
     )
     kept, moved = before & after, before - after
     print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
@@ -214,7 +238,7 @@ async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(boots
 async def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=True, syncing=True
+        bootstrap_servers, group_id, topic, explicit=True, when="overtaken"
     )
     kept, moved = before & after, before - after
     assert isinstance(outcome, Errors.CommitFailedError), outcome

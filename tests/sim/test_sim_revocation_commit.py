@@ -108,7 +108,7 @@ def _wave(result: SimResult, after: float) -> tuple[int, float]:
     return len(wave), (done - began[0][0]) * 1000
 
 
-def test_survivors_revoking_together_queue_their_commits_and_wait_for_the_parked_periodic_one() -> None:
+def test_survivors_revoking_together_queue_their_commits_and_wait_for_one_sent_behind_the_syncgroup() -> None:
     # A cooperative scale-out (kassign's fast follow-up): the survivors revoke right after round 1's
     # SyncGroup, together; their commits (10 ms of a core each, no wait) go through 2 cores in turn.
     step = ScaleOut(8, after_s=4.5, phase=0.5)
@@ -119,14 +119,19 @@ def test_survivors_revoking_together_queue_their_commits_and_wait_for_the_parked
     assert min(alone) == pytest.approx(10.0)  # no periodic commits: one round trip each
     count, span = _wave(lone, trigger)
     assert count >= 12 and span >= count * 10.0 / 2 - 1e-6  # served two at a time
-    # With periodic commits and drifting heartbeats, a survivor whose JoinGroup was parked over a commit
-    # tick commits twice: its periodic commit is refused and sent again after the round.
-    result = _group(24, step, revocation_commit_ms=10.0, **extra)
-    durations = _revocations_ms(result, trigger)
-    assert min(durations) >= 10.0 - 1e-6
-    assert any(d >= 20.0 - 1e-6 for d in durations)
-    count2, span2 = _wave(result, trigger)
-    assert span2 > count2 * 10.0 / 2  # more commits than revoking survivors went through the cores
+    # Periodic commits sent while the JoinGroups wait go beside them and are answered at once: the
+    # wave costs about one commit per survivor.
+    beside = _group(24, step, revocation_commit_ms=10.0, **extra)
+    count_beside, span_beside = _wave(beside, beside.phases["1:scale_out"][0])
+    assert min(_revocations_ms(beside, trigger)) >= 10.0 - 1e-6
+    # A leader slow to assign (600 ms, three commit ticks) keeps every survivor's SyncGroup out: its
+    # periodic commit waits behind it and is answered after the round, a second commit before its own.
+    refused = _group(24, step, revocation_commit_ms=10.0, assign_ms=600.0, **extra)
+    trigger_refused = refused.phases["1:scale_out"][0]
+    assert any(d >= 20.0 - 1e-6 for d in _revocations_ms(refused, trigger_refused))
+    count_refused, span_refused = _wave(refused, trigger_refused)
+    assert span_refused > count_refused * 10.0 / 2 * 1.5  # more commits than revoking survivors
+    assert span_refused / count_refused > 1.5 * span_beside / count_beside
 
 
 def test_a_leaver_leaves_after_its_revocations_commit() -> None:

@@ -97,9 +97,9 @@ _NO_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 _REJOIN_AT_ONCE = frozenset({"REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"})
 _NO_GENERATION = OffsetCommitRequest.DEFAULT_GENERATION_ID
 # aiokafka keys its connections by (node, group): a key of our own is a connection of our own, for
-# the requests that must not queue behind a JoinGroup or SyncGroup waiting on the coordinator
+# the requests that must not queue behind a JoinGroup waiting at the join barrier on the coordinator
 # connection (the broker reads one request per connection at a time).
-_BESIDE_THE_ROUND = "kassign-beside-round"
+_BESIDE_THE_JOIN = "kassign-beside-join"
 
 
 def _error_name(code: int) -> str:
@@ -612,7 +612,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         the round this member is leaving has completed with it."""
         request = LeaveGroupRequest(self.group_id, self.member_id)
         try:
-            response = await self._client.send(self.coordinator_id, request, group=_BESIDE_THE_ROUND)
+            response = await self._client.send(self.coordinator_id, request, group=_BESIDE_THE_JOIN)
             error = Errors.for_code(response.error_code)
             log.info("group %s: LeaveGroup beside the pending JoinGroup answered %s", self.group_id, error.__name__)
         except Errors.KafkaError as err:
@@ -625,11 +625,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     # only mean "the group is rebalancing": as Java does, the member resets only when its generation
     # is unchanged and the member id is unknown; ILLEGAL_GENERATION from a known member just rejoins.
 
-    # A commit issued while this member's JoinGroup or SyncGroup is out goes beside the round
-    # (_send_beside_the_round): a group preparing its rebalance accepts it. Java fails it at once,
-    # before sending, with RebalanceInProgressException and lets the application retry after poll().
-    # A commit that meets a rebalance all the same (REBALANCE_IN_PROGRESS once the join phase is over,
-    # or ILLEGAL_GENERATION for the generation the member is leaving) is not the application's
+    # A commit issued while this member's JoinGroup is out goes beside it (_send_beside_the_join): a
+    # group preparing its rebalance accepts it; one issued while its SyncGroup is out is read after it.
+    # Java fails both at once, before sending, with RebalanceInProgressException and lets the
+    # application retry after poll(). A commit that meets a rebalance all the same (ILLEGAL_GENERATION
+    # for the generation the member is leaving, REBALANCE_IN_PROGRESS) is not the application's
     # failure: its partitions are still its own unless the round takes them. It waits for the round,
     # at most the rebalance timeout, and goes out again under the new generation for the partitions
     # the member kept.
@@ -765,8 +765,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if isinstance(request, HeartbeatRequest) and self._group_instance_id is not None:
             request = InstanceHeartbeatRequest(self.group_id, self.generation, self.member_id, self._group_instance_id)
         self._member_id_kept = False
-        if isinstance(request, OffsetCommitRequest) and self._joining:
-            response = await self._send_beside_the_round(request)
+        if isinstance(request, OffsetCommitRequest) and self._join_in_flight:
+            response = await self._send_beside_the_join(request)
         else:
             response = await super()._send_req(request)
         code = getattr(response, "error_code", None)
@@ -787,21 +787,24 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._commit_response_for = self._commit_sent_as
         return response
 
-    async def _send_beside_the_round(self, request: Any) -> Any:
-        """A commit issued while this member's JoinGroup or SyncGroup is out, sent on a connection of its
-        own. On the coordinator connection the broker would read it only once the join phase is over,
-        and then refuse it (the group completing its rebalance); beside the round it is read at once,
-        and a group still preparing its rebalance accepts a commit of the generation being left (the
-        member still owns those partitions: no round has handed them on yet). At 96 members the queued
-        commit and its second attempt doubled an owner's revocation step. Errors as aiokafka's ``_send_req``."""
+    async def _send_beside_the_join(self, request: Any) -> Any:
+        """A commit issued while this member's JoinGroup waits at the join barrier, sent on a connection
+        of its own. On the coordinator connection the broker would read it only once the join phase is
+        over, and refuse it (ILLEGAL_GENERATION: the generation it names has ended); beside the JoinGroup
+        it is read at once, and a group preparing its rebalance accepts a commit of the generation being
+        left (the member still owns those partitions: no round has handed them on yet). At 96 members
+        the refused commit and its second attempt after the round doubled an owner's revocation step.
+        A commit issued while the SyncGroup is out stays on the coordinator connection: the broker reads
+        it after the SyncGroup, once the group is stable again, and accepts it (beside, the group would
+        still be completing its rebalance and refuse it). Errors as aiokafka's ``_send_req``."""
         node_id = self.coordinator_id
         if node_id is None:
             raise Errors.GroupCoordinatorNotAvailableError()
         try:
-            return await self._client.send(node_id, request, group=_BESIDE_THE_ROUND)
+            return await self._client.send(node_id, request, group=_BESIDE_THE_JOIN)
         except Errors.KafkaError as err:
             log.error(
-                "group %s: commit beside the round to node %s failed (%r): coordinator dead",
+                "group %s: commit beside the JoinGroup to node %s failed (%r): coordinator dead",
                 self.group_id,
                 node_id,
                 err,
