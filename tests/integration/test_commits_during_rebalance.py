@@ -10,9 +10,13 @@ A's JoinGroup waits at the join barrier for D.
 * A commit A issues while its SyncGroup waits for the leader D (its assignment held up) is read after
   that SyncGroup, once the group is stable again, and accepted for every partition too.
 * A commit that reaches the broker after the join phase all the same (here: held back in the test
-  until A's JoinGroup is answered) is refused (ILLEGAL_GENERATION). Then ``commit()`` completes under
-  the new generation for the partitions A kept, and the one the round took from A is never
-  committed; ``commit(offsets)`` naming that partition commits the kept ones and is refused for it.
+  until A's JoinGroup is answered) is refused (ILLEGAL_GENERATION) and goes out again at once under
+  the new generation, behind A's SyncGroup: accepted for every partition, none of which A has revoked
+  yet.
+* A commit that reaches the broker only after the round (held back until A's round completed) is
+  refused too, and A has revoked a partition meanwhile. Then ``commit()`` completes for the partitions
+  A kept, and the one the round took from A is never committed; ``commit(offsets)`` naming that
+  partition commits the kept ones and is refused for it.
 * A zombie (its heartbeats stopped past the session timeout) still has its commit refused, and the
   error names the expired session.
 """
@@ -116,7 +120,8 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
     """A and D settled (3 partitions each, D the leader); B joins; A commits while its JoinGroup waits
     for D (``when="joining"``); or once it was answered, while its SyncGroup waits for D's assignment,
     held up 2 s (``"syncing"``); or while its JoinGroup waits, the commit held back until A's JoinGroup
-    is answered (``"overtaken"``). Returns (A's partitions before, A's partitions after, what A
+    is answered, D's assignment held up (``"join-ended"``), or until A's round completed
+    (``"round-ended"``). Returns (A's partitions before, A's partitions after, what A
     consumed, the commit's outcome, the committed offsets of A's former partitions, the commit's
     duration, whether A's JoinGroup was still out when the commit returned)."""
     await produce(bootstrap, topic, 2000)
@@ -136,7 +141,7 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
         coordinator = a.consumer._coordinator
         generation = coordinator.generation
         assigned_by_d = []
-        if when == "syncing":
+        if when in ("syncing", "join-ended"):
             leader = d.consumer._coordinator
             assign = leader._perform_assignment
 
@@ -146,12 +151,17 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
                 return await assign(response)
 
             leader._perform_assignment = held_up
-        elif when == "overtaken":
+        if when in ("join-ended", "round-ended"):
             send_beside = coordinator._send_beside_the_join
+            rounds = coordinator._rounds_completed
+            if when == "join-ended":
+                reached: Any = lambda: coordinator.generation > generation  # noqa: E731
+            else:
+                reached = lambda: coordinator._rounds_completed > rounds  # noqa: E731
 
             async def overtaken(request: Any) -> Any:
                 coordinator._send_beside_the_join = send_beside  # this commit only
-                await wait_until(lambda: coordinator.generation > generation, 20, "A's JoinGroup answered", every=0.005)
+                await wait_until(reached, 20, f"A's {when}", every=0.005)
                 return await send_beside(request)
 
             coordinator._send_beside_the_join = overtaken
@@ -183,7 +193,7 @@ async def _commit_mid_round(bootstrap: str, group_id: str, topic: str, *, explic
         await joining
         after = await wait_consumers_settled([a.consumer, d.consumer, b.consumer], partitions, 60)
         committed = await _committed(a.consumer, before_a)
-        if when == "syncing":
+        if when in ("syncing", "join-ended"):
             assert assigned_by_d, "D did not lead the round"
         return before_a, after[0], consumed, outcome, committed, took, join_still_out
     finally:
@@ -220,10 +230,25 @@ async def test_a_commit_issued_while_the_sync_waits_is_answered_after_it(bootstr
 
 
 @pytest.mark.asyncio
+async def test_a_commit_refused_at_the_join_phases_end_goes_again_behind_the_sync(
+    bootstrap_servers, group_id, topic_factory
+):
+    topic = topic_factory(PARTITIONS)
+    before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
+        bootstrap_servers, group_id, topic, explicit=True, when="join-ended"
+    )
+    print(f"\nclassic: commit refused at the join phase's end completed in {took:.2f} s")
+    assert outcome == "ok", f"the commit failed: {outcome!r}"
+    assert before - after, (before, after)
+    # Sent again before A revoked anything: the partition the round then moved is committed too.
+    assert committed == {tp: consumed[tp] for tp in before}, (committed, consumed)
+
+
+@pytest.mark.asyncio
 async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=False, when="overtaken"
+        bootstrap_servers, group_id, topic, explicit=False, when="round-ended"
     )
     kept, moved = before & after, before - after
     print(f"\nclassic: commit issued mid-round completed in {took:.2f} s; kept {sorted(kept)}, moved {sorted(moved)}")
@@ -238,7 +263,7 @@ async def test_a_commit_issued_mid_round_completes_for_the_kept_partitions(boots
 async def test_a_commit_naming_a_partition_lost_mid_round_is_refused_for_it(bootstrap_servers, group_id, topic_factory):
     topic = topic_factory(PARTITIONS)
     before, after, consumed, outcome, committed, took, _ = await _commit_mid_round(
-        bootstrap_servers, group_id, topic, explicit=True, when="overtaken"
+        bootstrap_servers, group_id, topic, explicit=True, when="round-ended"
     )
     kept, moved = before & after, before - after
     assert isinstance(outcome, Errors.CommitFailedError), outcome

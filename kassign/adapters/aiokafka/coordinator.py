@@ -157,6 +157,7 @@ class _Rebalance(CoordinatorGroupRebalance):
         if error_type is Errors.NoError:
             coordinator.member_id = response.member_id
             coordinator.generation = response.generation_id
+            coordinator._membership_moved()  # a cooperative commit refused for the old generation goes again
             log.info(
                 "Joined group %s (generation %s) as %s, protocol %s",
                 self.group_id,
@@ -674,7 +675,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         rebalance_met_at: float,
     ) -> tuple[Mapping[Any, Any], Exception | None]:
         issued_generation, _ = issued_under
-        _, sent_rounds = sent_under
+        sent_generation, sent_rounds = sent_under
         if (
             isinstance(exc, Errors.UnknownMemberIdError)
             or self._resets != issued_after
@@ -687,7 +688,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                 f"group {self.group_id}: commit met a rebalance ({type(exc).__name__}) while "
                 f"{'closing' if self.closing else 'in a rebalance listener'}; commit again after the round"
             ) from exc
-        await self._wait_for_round(sent_rounds, issued_after, exc, rebalance_met_at)
+        await self._wait_for_round(sent_generation, sent_rounds, issued_after, exc, rebalance_met_at)
         held, gone = self._member.held_since(issued_generation, kassign_partitions(offsets))
         return self._keep_held(
             offsets,
@@ -698,13 +699,35 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             now_under=f"generation {self.generation}",
         )
 
+    def _may_commit_again(self, sent_generation: int, sent_rounds: int) -> bool:
+        """Whether a commit that met a rebalance may go out again now. Once a round completed after it was
+        sent: the member knows what it kept. A cooperative member also once its JoinGroup has been
+        answered with a newer generation than the commit named: nothing it owns is handed on before
+        it revokes it, after its SyncGroup's answer, and a commit sent now waits behind that SyncGroup
+        on the coordinator connection, read once the group is stable. Waiting for the round instead
+        cost an owner's revocation a second round trip (the application waits for its commit in flight
+        before committing the revoked partitions): at 96 members nearly every owner has a commit in
+        flight when the join phase ends."""
+        if self._rounds_completed > sent_rounds and not self._joining:
+            return True
+        return (
+            self._protocol is RebalanceProtocol.COOPERATIVE
+            and self.generation > sent_generation
+            and not self._join_in_flight
+        )
+
     async def _wait_for_round(
-        self, sent_rounds: int, issued_after: int, exc: Errors.KafkaError, rebalance_met_at: float
+        self,
+        sent_generation: int,
+        sent_rounds: int,
+        issued_after: int,
+        exc: Errors.KafkaError,
+        rebalance_met_at: float,
     ) -> None:
-        """Until a round completed after the commit was sent (the member knows what it kept); at most the
-        rebalance timeout from ``rebalance_met_at``, then aiokafka's retriable RebalanceInProgressError."""
+        """Until the commit may go out again (:meth:`_may_commit_again`); at most the rebalance timeout
+        from ``rebalance_met_at``, then aiokafka's retriable RebalanceInProgressError."""
         deadline = rebalance_met_at + self._rebalance_timeout_ms / 1000
-        while self._rounds_completed <= sent_rounds or self._joining:
+        while not self._may_commit_again(sent_generation, sent_rounds):
             if self._resets != issued_after:
                 raise self._membership_lost_error() from exc
             remaining = deadline - time.monotonic()
