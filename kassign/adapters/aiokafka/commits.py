@@ -2,7 +2,8 @@
 
 aiokafka sends commits on the group coordinator connection, which a broker answers in order: during
 a rebalance a commit waits there behind the JoinGroup the broker holds (0.85-1.0 s measured on
-Tansu), and a poll loop that awaits it stops processing the partitions it keeps. So periodic commits
+Tansu; kassign's classic consumer sends it beside the JoinGroup, but behind a SyncGroup it still
+waits), and a poll loop that awaits it stops processing the partitions it keeps. So periodic commits
 go out in the background, at most one in flight, and a commit that must be done before going on
 (revoked partitions, closing) waits for that one first, so an older commit never lands after it.
 """

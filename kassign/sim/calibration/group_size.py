@@ -589,8 +589,9 @@ def group_size_report(
                 if measured.revocation_commit_ms is None
                 else (
                     "A revocation callback commits (`revocation_commit_ms`): it waits for the member's periodic "
-                    "commit in flight (a cooperative survivor's, sent while its JoinGroup was parked, is refused "
-                    "and sent again after the round), then for its own, each answer a wake-up and "
+                    "commit in flight (a cooperative survivor's, sent after its JoinGroup was answered, waits "
+                    "behind its SyncGroup and is answered after the round), then for its own, each answer a "
+                    "wake-up and "
                     f"{measured.revocation_commit_ms:g} ms of a core, first come first served (measured on the "
                     f"eager revocations of {MEASURED_AT_MEMBERS} members: their median less the mean wait there)."
                 )
