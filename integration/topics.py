@@ -68,8 +68,15 @@ def delete_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
 
 
 def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
-    """How many partitions ``topic`` has; raises LookupError naming the topic when it does not exist."""
-    meta = _admin(bootstrap).list_topics(topic=topic, timeout=timeout).topics.get(topic)
-    if meta is None or meta.error is not None or not meta.partitions:
-        raise LookupError(f"topic {topic!r} does not exist at {bootstrap}")
-    return len(meta.partitions)
+    """How many partitions ``topic`` has; raises LookupError naming the topic when no broker has shown it
+    within ``timeout``. Asked again meanwhile: each broker learns of a new topic from the controller in
+    its own time, and one restarted a moment ago (a failover test's) may not know one created since."""
+    admin = _admin(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if meta is not None and meta.error is None and meta.partitions:
+            return len(meta.partitions)
+        if time.monotonic() >= deadline:
+            raise LookupError(f"topic {topic!r} does not exist at {bootstrap}")
+        time.sleep(0.2)

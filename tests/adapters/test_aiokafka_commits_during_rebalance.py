@@ -1,8 +1,10 @@
-"""Commits that meet a rebalance on the classic protocol (issue #27), without a broker: a commit answered
-REBALANCE_IN_PROGRESS, or ILLEGAL_GENERATION for the generation the member is leaving through the round,
-is completed under the new generation for the partitions the member kept; partitions the round took
-away are never committed after it; a round that does not complete ends the wait at the rebalance
-timeout; a member that really lost its generation gets CommitFailedError naming why."""
+"""Commits that meet a rebalance on the classic protocol (issues #27 and #28), without a broker: a
+cooperative commit answered REBALANCE_IN_PROGRESS, or ILLEGAL_GENERATION for the generation the member
+is leaving through the round, goes out again under the new generation as soon as the JoinGroup is
+answered, for everything the member still owns; once the round has completed, only for the partitions
+the member kept; partitions the round took away are never committed after it; a round that does not
+complete ends the wait at the rebalance timeout; a member that really lost its generation gets
+CommitFailedError naming why."""
 
 from __future__ import annotations
 
@@ -74,12 +76,15 @@ async def _member(client: CommitClient, owned=(0, 1), **kwargs) -> Member:
     return member
 
 
-async def _round(member: Member, generation: int, *partitions: int) -> None:
-    """A JoinGroup/SyncGroup round giving ``partitions`` under ``generation``."""
+async def _round(member: Member, generation: int, *partitions: int, sync_waits: bool = True) -> None:
+    """A JoinGroup/SyncGroup round giving ``partitions`` under ``generation``; ``sync_waits``: the
+    SyncGroup is answered a while after the JoinGroup (else at once, nothing running in between)."""
     member._joining = True
     await asyncio.sleep(0.05)
     member.generation = generation
-    await asyncio.sleep(0.05)
+    member._membership_moved()  # as perform_group_join does on the JoinGroup's answer
+    if sync_waits:
+        await asyncio.sleep(0.05)
     member._joining = False
     await member._on_join_complete(
         generation, "m-1", "cooperative-sticky", assignment_bytes(*(("t", p) for p in partitions))
@@ -96,20 +101,36 @@ async def _stop(member: Member) -> None:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("code", [REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION])
-async def test_a_commit_meeting_a_rebalance_completes_under_the_new_generation_for_the_kept_partitions(code):
+async def test_a_cooperative_commit_meeting_a_rebalance_goes_again_once_the_join_is_answered(code):
     async def scenario():
         client = CommitClient(code)
         member = await _member(client)
         commit = asyncio.ensure_future(member.commit_offsets(None, _offsets(p0=10, p1=20), consumed=True))
-        await asyncio.sleep(0.01)  # answered: the commit waits for the round
+        await asyncio.sleep(0.01)  # answered: the commit waits for the JoinGroup's answer
         assert not commit.done()
         await _round(member, 5, 0, 2)  # t-0 kept, t-1 revoked, t-2 added
         await asyncio.wait_for(commit, 5)
         await _stop(member)
-        return client.commits, member._rejoin_needed_fut.done()
+        return client.commits
 
-    commits, rejoin = await scenario()
-    assert commits == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10})]
+    # Sent again under generation 5 before the SyncGroup's answer: t-1 is still the member's.
+    assert await scenario() == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10, TP("t", 1): 20})]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("code", [REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION])
+async def test_a_commit_meeting_a_completed_round_goes_again_for_the_kept_partitions(code):
+    async def scenario():
+        client = CommitClient(code)
+        member = await _member(client)
+        commit = asyncio.ensure_future(member.commit_offsets(None, _offsets(p0=10, p1=20), consumed=True))
+        await asyncio.sleep(0.01)
+        await _round(member, 5, 0, 2, sync_waits=False)  # t-0 kept, t-1 revoked, t-2 added
+        await asyncio.wait_for(commit, 5)
+        await _stop(member)
+        return client.commits
+
+    assert await scenario() == [(4, {TP("t", 0): 10, TP("t", 1): 20}), (5, {TP("t", 0): 10})]
 
 
 @pytest.mark.asyncio
@@ -119,7 +140,7 @@ async def test_explicit_offsets_of_a_revoked_partition_are_refused_after_the_kep
         member = await _member(client)
         commit = asyncio.ensure_future(member.commit_offsets(None, _offsets(p0=10, p1=20)))
         await asyncio.sleep(0.01)
-        await _round(member, 5, 0)
+        await _round(member, 5, 0, sync_waits=False)
         with pytest.raises(Errors.CommitFailedError, match=r"TopicPartition\(topic='t', partition=1\).*revoked"):
             await asyncio.wait_for(commit, 5)
         await _stop(member)
@@ -138,7 +159,7 @@ async def test_a_partition_revoked_and_handed_back_is_not_committed_with_its_old
         member = await _member(client)
         commit = asyncio.ensure_future(member.commit_offsets(None, _offsets(p0=10, p1=20), consumed=True))
         await asyncio.sleep(0.01)
-        await _round(member, 5, 0)  # t-1 revoked; the retry meets the follow-up round
+        await _round(member, 5, 0, sync_waits=False)  # t-1 revoked; the retry meets the follow-up round
         await asyncio.sleep(0.01)
         await _round(member, 6, 0, 1)  # t-1 back
         await asyncio.wait_for(commit, 5)
