@@ -63,6 +63,8 @@ VERSION_MATRIX = (
     "tests/integration/test_aiokafka_cooperative.py",  # cooperative rounds, mixed groups, crashes between rounds
     "tests/integration/test_aiokafka_realkafka.py",  # the eager-to-cooperative upgrade, static member fencing
     "tests/integration/test_both_protocols.py",  # shared behaviour, static member restart (classic variants)
+    # commits during a classic round: what the broker accepts while preparing or completing a rebalance
+    "tests/integration/test_commits_during_rebalance.py",
     "tests/integration/test_classic_member_rules.py::test_a_static_member_replaced_during_its_join_is_fenced",
     "tests/integration/test_classic_member_rules.py::test_a_member_closed_during_its_first_join_leaves",
 )

@@ -812,14 +812,10 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     async def _send_beside_the_join(self, request: Any) -> Any:
         """A commit issued while this member's JoinGroup waits at the join barrier, sent on a connection
-        of its own. On the coordinator connection the broker would read it only once the join phase is
-        over, and refuse it (ILLEGAL_GENERATION: the generation it names has ended); beside the JoinGroup
-        it is read at once, and a group preparing its rebalance accepts a commit of the generation being
-        left (the member still owns those partitions: no round has handed them on yet). At 96 members
-        the refused commit and its second attempt after the round doubled an owner's revocation step.
-        A commit issued while the SyncGroup is out stays on the coordinator connection: the broker reads
-        it after the SyncGroup, once the group is stable again, and accepts it (beside, the group would
-        still be completing its rebalance and refuse it). Errors as aiokafka's ``_send_req``."""
+        of its own: behind the JoinGroup the broker would read it only after the join phase, and refuse
+        it (ILLEGAL_GENERATION); beside it, a group preparing its rebalance accepts it. Not while the
+        SyncGroup is out: the group completing its rebalance would refuse it there, and behind the
+        SyncGroup it is read once the group is stable. Errors as aiokafka's ``_send_req``."""
         node_id = self.coordinator_id
         if node_id is None:
             raise Errors.GroupCoordinatorNotAvailableError()
