@@ -16,6 +16,7 @@ from aiokafka.consumer.subscription_state import SubscriptionState  # noqa: E402
 from aiokafka.structs import TopicPartition as TP  # noqa: E402
 
 from kassign.adapters.aiokafka import FencedInstanceIdError  # noqa: E402
+from kassign.adapters.aiokafka.coordinator import _BESIDE_THE_JOIN  # noqa: E402
 from kassign.assignors import CooperativeStickyAssignor  # noqa: E402
 from kassign.model import RebalanceProtocol, Subscription  # noqa: E402
 from kassign.protocol import encode_subscription  # noqa: E402
@@ -36,6 +37,11 @@ class FakeCoordinatorClient:
     def __init__(self, **answers):
         self.answers = {name: list(responses) for name, responses in answers.items()}
         self.sent: list[tuple[str, object, object]] = []
+        self.opened: list[tuple[int, object]] = []
+
+    async def ready(self, node_id, *, group=None):
+        self.opened.append((node_id, group))
+        return True
 
     async def send(self, node_id, request, group=None):
         name = type(request).__name__
@@ -311,4 +317,33 @@ async def test_a_round_that_lost_to_the_next_one_rejoins_at_once(answers, at_onc
     finally:
         rejoin.cancel()
         await asyncio.gather(rejoin, return_exceptions=True)
+        await coordinator._stop_commit_offsets_refresh_task()
+
+
+@pytest.mark.asyncio
+async def test_the_connection_beside_the_join_is_opened_after_a_completed_round_only():
+    """Commits and LeaveGroup sent while the JoinGroup waits use a connection of their own; it is
+    opened between rounds, not on first use inside a round (where a large group's members all want
+    the machine at once)."""
+    client = FakeCoordinatorClient(
+        JoinGroupRequest=[error(REBALANCE_IN_PROGRESS), join_ok(generation=5), join_ok(generation=6)],
+        SyncGroupRequest=[
+            SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0))),
+            SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0))),
+        ],
+    )
+    coordinator, _ = await _networked(client)
+    subscription = coordinator._subscription.subscription
+    try:
+        assert await coordinator._do_rejoin_group(subscription) is False
+        await asyncio.sleep(0)
+        assert client.opened == [], "a failed round opened it"
+        assert await coordinator._do_rejoin_group(subscription) is True
+        await asyncio.sleep(0)
+        assert client.opened == [(0, _BESIDE_THE_JOIN)]
+        assert all(group != _BESIDE_THE_JOIN for _, _, group in client.sent)
+        assert await coordinator._do_rejoin_group(subscription) is True
+        await asyncio.sleep(0)
+        assert client.opened == [(0, _BESIDE_THE_JOIN)] * 2, "kept (or opened again) after every round"
+    finally:
         await coordinator._stop_commit_offsets_refresh_task()

@@ -255,6 +255,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         # metadata snapshot also watches the racks of the partitions' replicas (KIP-881).
         self._rack_aware = False
         self._leave_in_flight: asyncio.Future[None] | None = None
+        self._beside_opening: asyncio.Future[bool] | None = None  # see _open_beside_the_join
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         self._sync_error: str | None = None  # the error answering this round's SyncGroup (set by _send_req)
         self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
@@ -344,7 +345,18 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         self._call_hook("rebalance_completed", True, self.generation, None)
         protocol, assignment_bytes = result
         await self._on_join_complete(self.generation, self.member_id, protocol, assignment_bytes)
+        self._open_beside_the_join()
         return True
+
+    def _open_beside_the_join(self) -> None:
+        """Open (or keep) the connection for requests sent beside a pending JoinGroup, in the
+        background, now that a round has completed. Opened on first use, it was opened inside the
+        next round, when every member of a large group wants the machine at once: at 24 members a
+        moved partition waited 0.25 s instead of 0.18 s (docs/scale.md). An open connection is
+        reused at no cost; one the broker closed when idle opens again here, after the round."""
+        if self.coordinator_id is None or (self._beside_opening is not None and not self._beside_opening.done()):
+            return
+        self._beside_opening = asyncio.ensure_future(self._client.ready(self.coordinator_id, group=_BESIDE_THE_JOIN))
 
     def _call_hook(self, name: str, *args: Any) -> None:
         """Call the listener's telemetry hook ``name`` if it has one; its failures are only logged."""
@@ -518,6 +530,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     async def close(self) -> None:
         self._cancel_scheduled_rejoin()
+        if self._beside_opening is not None:
+            self._beside_opening.cancel()
         early_leave = None
         if self._join_in_flight and self._group_instance_id is None:
             # As Java's close: leave at once, even with a JoinGroup in flight. aiokafka would first
