@@ -324,7 +324,7 @@ async def test_a_round_that_lost_to_the_next_one_rejoins_at_once(answers, at_onc
 async def test_the_connection_beside_the_join_is_opened_after_a_completed_round_only():
     """Commits and LeaveGroup sent while the JoinGroup waits use a connection of their own; it is
     opened between rounds, not on first use inside a round (where a large group's members all want
-    the machine at once)."""
+    the machine at once), and kept open by the heartbeats."""
     client = FakeCoordinatorClient(
         JoinGroupRequest=[error(REBALANCE_IN_PROGRESS), join_ok(generation=5), join_ok(generation=6)],
         SyncGroupRequest=[
@@ -345,5 +345,18 @@ async def test_the_connection_beside_the_join_is_opened_after_a_completed_round_
         assert await coordinator._do_rejoin_group(subscription) is True
         await asyncio.sleep(0)
         assert client.opened == [(0, _BESIDE_THE_JOIN)] * 2, "kept (or opened again) after every round"
+        # and after every heartbeat answered without error (aiokafka closes idle connections), but
+        # not while a round is under way
+        client.answers["HeartbeatRequest"] = [error(0), error(0), error(REBALANCE_IN_PROGRESS)]
+        coordinator._joining = True
+        assert await coordinator._do_heartbeat() is True
+        await asyncio.sleep(0)
+        coordinator._joining = False
+        assert await coordinator._do_heartbeat() is True
+        await asyncio.sleep(0)
+        assert await coordinator._do_heartbeat() is True  # rebalancing: the round starts now
+        assert coordinator._rejoin_needed_fut.done()
+        await asyncio.sleep(0)
+        assert client.opened == [(0, _BESIDE_THE_JOIN)] * 3
     finally:
         await coordinator._stop_commit_offsets_refresh_task()
