@@ -81,7 +81,8 @@ class CommitGuard:
         self._lost_cause: str | None = None
 
     def _membership_moved(self) -> None:
-        """Wake the commits waiting for a round: one completed, or the membership ended."""
+        """Wake the commits waiting for the membership to move on: a JoinGroup answered or a round
+        completed (classic), a new epoch (KIP-848), or the membership ended."""
         if self._membership_moved_fut is not None and not self._membership_moved_fut.done():
             self._membership_moved_fut.set_result(None)
         self._membership_moved_fut = None
