@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 __all__ = ["create_topic", "delete_topic", "wait_for_partitions", "partition_count"]
 
@@ -16,19 +19,35 @@ def _admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
 
+def _poll_topic(admin, topic: str, timeout: float, answer: Callable[[Any], T | None]) -> T | None:
+    """Ask for ``topic``'s metadata (None when it is not listed) until ``answer`` makes something of it,
+    and return that; None once ``timeout`` has passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        wait = min(5.0, max(0.1, deadline - time.monotonic()))
+        found = answer(admin.list_topics(topic=topic, timeout=wait).topics.get(topic))
+        if found is not None:
+            return found
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
+
+
 def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0) -> None:
     """Block until metadata shows ``topic`` with ``partitions`` partitions, each with a leader."""
-    admin = _admin(bootstrap)
-    deadline = time.monotonic() + timeout
     seen = None
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
-        if meta is not None and meta.error is None:
-            seen = len(meta.partitions)
-            if seen == partitions and all(p.leader >= 0 for p in meta.partitions.values()):
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"topic {topic!r} did not show {partitions} led partitions within {timeout}s (saw {seen})")
+
+    def led(meta) -> bool | None:
+        nonlocal seen
+        if meta is None or meta.error is not None:
+            return None
+        seen = len(meta.partitions)
+        if seen == partitions and all(p.leader >= 0 for p in meta.partitions.values()):
+            return True
+        return None
+
+    if _poll_topic(_admin(bootstrap), topic, timeout, led) is None:
+        raise TimeoutError(f"topic {topic!r} did not show {partitions} led partitions within {timeout}s (saw {seen})")
 
 
 def create_topic(
@@ -57,26 +76,22 @@ def delete_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> None:
     """Delete ``topic`` and wait until metadata no longer shows it."""
     admin = _admin(bootstrap)
     admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout=timeout)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
-        if meta is None or meta.error is not None:
-            log.info("deleted topic %s", topic)
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"topic {topic!r} still listed {timeout}s after its deletion")
+    gone = _poll_topic(admin, topic, timeout, lambda meta: True if meta is None or meta.error is not None else None)
+    if gone is None:
+        raise TimeoutError(f"topic {topic!r} still listed {timeout}s after its deletion")
+    log.info("deleted topic %s", topic)
 
 
 def partition_count(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
     """How many partitions ``topic`` has; raises LookupError naming the topic when no broker has shown it
     within ``timeout``. Asked again meanwhile: each broker learns of a new topic from the controller in
     its own time, and one restarted a moment ago (a failover test's) may not know one created since."""
-    admin = _admin(bootstrap)
-    deadline = time.monotonic() + timeout
-    while True:
-        meta = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
-        if meta is not None and meta.error is None and meta.partitions:
-            return len(meta.partitions)
-        if time.monotonic() >= deadline:
-            raise LookupError(f"topic {topic!r} does not exist at {bootstrap}")
-        time.sleep(0.2)
+    count = _poll_topic(
+        _admin(bootstrap),
+        topic,
+        timeout,
+        lambda meta: len(meta.partitions) if meta is not None and meta.error is None and meta.partitions else None,
+    )
+    if count is None:
+        raise LookupError(f"topic {topic!r} does not exist at {bootstrap}")
+    return count
