@@ -251,7 +251,7 @@ def measure(
 def _wait_for_phase(group: GroupDriver, heartbeat_s: float, phase: float) -> None:
     """Sleep until ``phase`` of a heartbeat interval after the group's last assignment callback (the
     members' heartbeat timers restart with their SyncGroup), at least a little from now."""
-    last = max((e.t for e in group.events() if e.ev == "cb_assigned"), default=time.time())
+    last = max((e.t for e in group.change_events() if e.ev == "cb_assigned"), default=time.time())
     now = time.time()
     periods = max(0, int((now - last) / heartbeat_s) + 1)
     time.sleep(max(0.0, last + (periods + phase) * heartbeat_s - now))

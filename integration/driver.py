@@ -122,20 +122,29 @@ class _Member:
     host: MemberHost | None = None
 
 
+#: What every member reports several times a second while it runs. A long run of a large group
+#: gathers hundreds of thousands of these; the waits poll the rest.
+STEADY_REPORTS = frozenset({"processed", "progress", "commit"})
+
+
 @dataclass
 class _Timeline:
-    """Events from all members, appended by reader threads."""
+    """Events from all members, appended by reader threads; the events that are not steady reports
+    (:data:`STEADY_REPORTS`) are also kept apart, for the waits that poll them often."""
 
     events: list[Event] = field(default_factory=list)
+    changes: list[Event] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, event: Event) -> None:
         with self.lock:
             self.events.append(event)
+            if event.ev not in STEADY_REPORTS:
+                self.changes.append(event)
 
-    def snapshot(self) -> list[Event]:
+    def snapshot(self, *, changes_only: bool = False) -> list[Event]:
         with self.lock:
-            out = list(self.events)
+            out = list(self.changes if changes_only else self.events)
         out.sort(key=lambda e: e.t)
         return out
 
@@ -421,6 +430,7 @@ class GroupDriver:
             lambda events: any(e.id == member_id and e.ev == "ready" for e in events),
             timeout,
             f"member {member_id} ready",
+            changes_only=True,
         )
 
     def release_member(self, member_id: str) -> float:
@@ -540,6 +550,7 @@ class GroupDriver:
             timeout,
             f"{member_id} closed",
             poll_s=0.005,
+            changes_only=True,
         )
         self.release_member(replacement)
         self.stop_member(member_id)
@@ -655,9 +666,14 @@ class GroupDriver:
         """Every event so far, in time order."""
         return self._timeline.snapshot()
 
+    def change_events(self) -> list[Event]:
+        """Every event so far but the steady reports (:data:`STEADY_REPORTS`), in time order: what
+        ownership and the members' lives are judged on, cheap to take often however long the run."""
+        return self._timeline.snapshot(changes_only=True)
+
     def assignment(self) -> dict[str, list[TopicPartition]]:
         """Member -> partitions it owns now, from the timeline."""
-        return current_assignment(self.events())
+        return current_assignment(self.change_events())
 
     def describe(self) -> str:
         """Live members, current ownership and unexpected exits: for failure messages."""
@@ -687,13 +703,20 @@ class GroupDriver:
         return "\n".join(lines)
 
     def wait_for(
-        self, predicate: Callable[[list[Event]], bool], timeout: float, what: str, *, poll_s: float = 0.1
+        self,
+        predicate: Callable[[list[Event]], bool],
+        timeout: float,
+        what: str,
+        *,
+        poll_s: float = 0.1,
+        changes_only: bool = False,
     ) -> list[Event]:
         """Poll the timeline every ``poll_s`` seconds until ``predicate(events)`` holds; raises
-        TimeoutError describing the group."""
+        TimeoutError describing the group. ``changes_only``: the predicate needs no steady reports
+        (see :meth:`change_events`)."""
         deadline = time.monotonic() + timeout
         while True:
-            events = self.events()
+            events = self.change_events() if changes_only else self.events()
             if predicate(events):
                 return events
             failed = self.failed_members()
@@ -724,7 +747,8 @@ class GroupDriver:
         since: list[float] = []
 
         def even(events: list[Event]) -> bool:
-            counts = [len(current_assignment(events).get(m, ())) for m in self.live_members()]
+            owned = current_assignment(events)
+            counts = [len(owned.get(m, ())) for m in self.live_members()]
             return not counts or max(counts) - min(counts) <= 1
 
         def settled(events: list[Event]) -> bool:
@@ -737,7 +761,7 @@ class GroupDriver:
                 since.append(time.monotonic())
             return time.monotonic() - since[0] >= stable_for
 
-        self.wait_for(settled, timeout, "group settled")
+        self.wait_for(settled, timeout, "group settled", changes_only=True)
         return self.assignment()
 
     def wait_all_processed(self, producer: KeyedProducer, timeout: float = 15.0) -> list[Event]:
