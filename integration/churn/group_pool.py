@@ -115,14 +115,25 @@ class GroupPool:
     def failed(self) -> dict[str, str]:
         return {m: d.member_log(m, 10) for _, d, _ in self._drivers for m in d.failed_members()}
 
-    def events(self) -> list[Event]:
-        return sorted([*(e for _, d, _ in self._drivers for e in d.events()), *self._notes], key=lambda e: e.t)
+    def events(self, *, changes_only: bool = False) -> list[Event]:
+        """Every driver's events and the runner's notes, in time order; ``changes_only``: without the
+        members' steady reports (``GroupDriver.change_events``)."""
+        drivers = (d.change_events() if changes_only else d.events() for _, d, _ in self._drivers)
+        return sorted([*(e for events in drivers for e in events), *self._notes], key=lambda e: e.t)
 
-    def wait_for(self, predicate: Callable[[list[Event]], list[str]], timeout: float, what: str) -> list[Event]:
-        """Poll until ``predicate`` (returning problems) returns none; TimeoutError with the last problems."""
+    def wait_for(
+        self,
+        predicate: Callable[[list[Event]], list[str]],
+        timeout: float,
+        what: str,
+        *,
+        changes_only: bool = False,
+    ) -> list[Event]:
+        """Poll until ``predicate`` (returning problems) returns none; TimeoutError with the last problems.
+        ``changes_only``: the predicate needs no steady reports (see :meth:`events`)."""
         deadline = time.monotonic() + timeout
         while True:
-            events = self.events()
+            events = self.events(changes_only=changes_only)
             problems = predicate(events)
             if not problems:
                 return events
@@ -148,7 +159,7 @@ class GroupPool:
                 since.append(time.time())
             return [] if time.time() - since[0] >= stable_for else ["not yet stable"]
 
-        self.wait_for(problems, timeout, "group settled")
+        self.wait_for(problems, timeout, "group settled", changes_only=True)
         return since[0]
 
     def kill_all(self) -> None:
