@@ -13,8 +13,8 @@ PARTS = [TopicPartition("t", p) for p in range(6)]
 
 
 def _run(seed: int) -> list[Event]:
-    """Three members taking, handing over and reporting, the events shuffled as reader threads deliver
-    them (each member's own in order)."""
+    """Three members taking, handing over and reporting, the events added out of order (reader threads
+    deliver them interleaved; the timeline orders them by time)."""
     rng = random.Random(seed)
     events = [Event(m, 0.01 * i, "subscribed") for i, m in enumerate("abc")]
     events += [Event("a", 1.0, "cb_assigned", PARTS[:3]), Event("b", 1.0, "cb_assigned", PARTS[3:])]
