@@ -10,7 +10,9 @@ A driver calls :class:`ClassicMember` at each step of a round and carries out th
 3. SyncGroup answered: :meth:`~ClassicMember.on_sync` says what is revoked, added and kept, what the
    assignor asked to schedule, and whether (and why) to rejoin once the revocations are done;
 4. leaving or fenced: :meth:`~ClassicMember.leave` and :meth:`~ClassicMember.lose_all`;
-5. a commit issued under one generation and completed after a rebalance: :meth:`~ClassicMember.held_since`
+5. the cluster's topic ids read (Metadata v12+): :meth:`~ClassicMember.topic_ids_seen` says which owned
+   partitions belonged to a topic since deleted and created again under its name (lost; rejoin);
+6. a commit issued under one generation and completed after a rebalance: :meth:`~ClassicMember.held_since`
    says which of its partitions the member owned without interruption since then (only those may be
    committed: the others may have been processed by another member meanwhile).
 
@@ -21,6 +23,7 @@ calls (revoked before assigned, lost without a commit) in the order the answer l
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +132,9 @@ class ClassicMember:
         self.owned_generation = -1
         # The generation whose SyncGroup gave each owned partition to this member (kept ones keep theirs).
         self._acquired: dict[TopicPartition, int] = {}
+        # The topic id of each topic it owns partitions of, first seen while it owned them
+        # (topic_ids_seen); forgotten as soon as it owns none of the topic's partitions.
+        self._topic_ids: dict[str, uuid.UUID] = {}
         # Leader: members whose metadata it could not read and emptied in the last completed round
         # (they own nothing now); those of this round, until its SyncGroup; and whether this round
         # withheld partitions for such members, so that the leader rejoins after it.
@@ -165,7 +171,40 @@ class ClassicMember:
         """The generation is gone (fenced, session expired): everything owned is lost, uncommitted."""
         lost, self.owned, self.owned_generation = self.owned, _EMPTY, -1
         self._acquired = {}
+        self._topic_ids = {}
         return lost
+
+    @property
+    def topics_without_ids(self) -> frozenset[str]:
+        """Topics it owns partitions of whose topic id it has not seen yet: the driver reads them
+        (Metadata v12+) and calls :meth:`topic_ids_seen`."""
+        return frozenset(tp.topic for tp in self.owned if tp.topic not in self._topic_ids)
+
+    def topic_ids_seen(self, ids: Mapping[str, uuid.UUID]) -> frozenset[TopicPartition]:
+        """The topic ids the cluster has now (``ids``: name -> id; a topic absent is left out). A topic
+        owned under another id was deleted and created again under its name: the partitions owned of it
+        belonged to a topic that is gone, so they are lost -- no commit, since their positions and
+        offsets mean nothing in the new topic -- and the driver rejoins, to be assigned the new topic's
+        partitions as new ones. Only the id tells the two apart: the classic protocol names partitions
+        by topic name, and the new topic may have as many partitions as the old one."""
+        owned_topics = {tp.topic for tp in self.owned}
+        recreated = {t for t, tid in ids.items() if t in self._topic_ids and self._topic_ids[t] != tid}
+        lost = frozenset(tp for tp in self.owned if tp.topic in recreated)
+        self.owned -= lost
+        for tp in lost:
+            del self._acquired[tp]
+        # Recreated topics start afresh: their partitions come back in the next round, as new ones.
+        kept = owned_topics - recreated
+        self._topic_ids = {t: tid for t, tid in self._topic_ids.items() if t in kept}
+        for t, tid in ids.items():
+            if t in kept:
+                self._topic_ids.setdefault(t, tid)
+        return lost
+
+    def _forget_ids_but(self, partitions: Iterable[TopicPartition]) -> None:
+        """Keep the topic ids only of the topics of ``partitions`` (held on without interruption)."""
+        topics = {tp.topic for tp in partitions}
+        self._topic_ids = {t: tid for t, tid in self._topic_ids.items() if t in topics}
 
     def held_since(
         self, generation: int, partitions: Iterable[TopicPartition]
@@ -185,6 +224,7 @@ class ClassicMember:
         lost = self.lose_all() if generation_reset else _EMPTY
         revoked = frozenset(tp for tp in self.owned if tp.topic not in topics) if self.cooperative else self.owned
         self.owned -= revoked
+        self._forget_ids_but(self.owned)
         return JoinPreparation(lost, revoked)
 
     def leave(self, *, generation_reset: bool = False) -> JoinPreparation:
@@ -193,6 +233,7 @@ class ClassicMember:
         if generation_reset:
             return JoinPreparation(lost=self.lose_all())
         revoked, self.owned = self.owned, _EMPTY
+        self._topic_ids = {}
         return JoinPreparation(revoked=revoked)
 
     # -- the leader --------------------------------------------------------------------------
@@ -260,6 +301,7 @@ class ClassicMember:
             revoked, added, kept = _EMPTY, assigned, _EMPTY
         self.owned, self.owned_generation = assigned, generation
         self._acquired = {tp: self._acquired.get(tp, generation) if tp in kept else generation for tp in assigned}
+        self._forget_ids_but(kept)
 
         self._emptied_unreadable, self._emptying_unreadable = self._emptying_unreadable, frozenset()
         rejoin = None

@@ -6,6 +6,7 @@ leader watches replica racks (KIP-881); an assignor that raises does not stop th
 from __future__ import annotations
 
 import asyncio
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -331,6 +332,7 @@ async def test_the_connection_beside_the_join_is_opened_after_a_completed_round_
             SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0))),
             SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0))),
         ],
+        AiokafkaRequest=[_topic_ids_answer(uuid.UUID(int=7))],  # the topic id, read after the first round
     )
     coordinator, _ = await _networked(client)
     subscription = coordinator._subscription.subscription
@@ -358,5 +360,71 @@ async def test_the_connection_beside_the_join_is_opened_after_a_completed_round_
         assert coordinator._rejoin_needed_fut.done()
         await asyncio.sleep(0)
         assert client.opened == [(0, _BESIDE_THE_JOIN)] * 3
+    finally:
+        await coordinator._stop_commit_offsets_refresh_task()
+
+
+def _topic_ids_answer(topic_id):
+    from kassign.protocol.metadata import MetadataResponse, MetadataResponseTopic
+
+    return MetadataResponse(topics=[MetadataResponseTopic(name="t", topic_id=topic_id, partitions=[])])
+
+
+@pytest.mark.asyncio
+async def test_a_topic_created_again_under_its_name_is_lost_once_the_round_is_over():
+    """The topic ids of what the member owns are read beside aiokafka's metadata (which has none):
+    the same id changes nothing; a new one (the topic deleted and created again, the same partition
+    count) loses the owned partitions -- no commit, no longer fetched -- and rejoins. A read that
+    lands during a round waits for its end: the round may hand the same names out again."""
+    from kassign.protocol import AiokafkaRequest
+
+    old, new = uuid.UUID(int=7), uuid.UUID(int=8)
+    client = FakeCoordinatorClient(AiokafkaRequest=[_topic_ids_answer(old), _topic_ids_answer(new)])
+    coordinator, listener = await _networked(client)
+    try:
+        coordinator._check_topic_ids()
+        await coordinator._topic_ids_task
+        (request,) = [r for name, r, _ in client.sent if name == "AiokafkaRequest"]
+        assert isinstance(request, AiokafkaRequest)
+        assert [t.name for t in request.message.topics] == ["t"] and not request.message.allow_auto_topic_creation
+        assert not coordinator._rejoin_needed_fut.done() and coordinator.owned_partitions == {TP("t", 0), TP("t", 1)}
+
+        coordinator._in_round = True
+        coordinator._check_topic_ids()  # a metadata update during a round: read after it
+        assert len(client.sent) == 1 and coordinator._topic_ids_stale
+        coordinator._in_round = False
+        coordinator._check_topic_ids()
+        await coordinator._topic_ids_task
+        assert listener.calls[-1] == ("lost", {TP("t", 0), TP("t", 1)})
+        assert coordinator.owned_partitions == frozenset()
+        assert coordinator._subscription.subscription.assignment.tps == frozenset()
+        assert coordinator._rejoin_needed_fut.done()
+        assert coordinator.committed == []
+    finally:
+        await coordinator._stop_commit_offsets_refresh_task()
+
+
+@pytest.mark.asyncio
+async def test_a_round_that_gives_a_topic_without_a_known_id_reads_it_after_the_round():
+    """After the round, not inside it: a topic id read for newly owned partitions, once."""
+    client = FakeCoordinatorClient(
+        JoinGroupRequest=[join_ok(generation=5), join_ok(generation=6)],
+        SyncGroupRequest=[
+            SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0), ("t", 1))),
+            SimpleNamespace(error_code=0, member_assignment=assignment_bytes(("t", 0), ("t", 1))),
+        ],
+        AiokafkaRequest=[_topic_ids_answer(uuid.UUID(int=7))],
+    )
+    coordinator, listener = await _networked(client)
+    subscription = coordinator._subscription.subscription
+    try:
+        assert await coordinator._do_rejoin_group(subscription) is True
+        await coordinator._topic_ids_task
+        assert [name for name, _, _ in client.sent] == ["JoinGroupRequest", "SyncGroupRequest", "AiokafkaRequest"]
+        assert coordinator._member.topics_without_ids == frozenset()
+        assert await coordinator._do_rejoin_group(subscription) is True
+        await asyncio.sleep(0)
+        assert [name for name, _, _ in client.sent].count("AiokafkaRequest") == 1, "known: not read again"
+        assert not any(kind == "lost" for kind, _ in listener.calls)
     finally:
         await coordinator._stop_commit_offsets_refresh_task()

@@ -10,7 +10,9 @@ protocols promise alike:
 * a member frozen past its session timeout (a zombie) is fenced when it resumes: its late commit is
   refused and its partitions go to ``on_partitions_lost``;
 * a static member restarts without a reassignment;
-* a deleted topic is revoked and its recreation is assigned and read from offset 0.
+* a deleted topic is revoked and its recreation is assigned and read from offset 0;
+* a topic deleted and created again before the member saw it gone (same name, same partition count,
+  a new topic id) is given up and read from offset 0, not from the old topic's positions.
 
 The classic members state their own session timeout and heartbeat interval; on the consumer
 protocol the same values are the group's own (``consumer.session.timeout.ms``,
@@ -236,6 +238,11 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
 
     gone = {TP(doomed, 0), TP(doomed, 1)}
 
+    def given_up(calls) -> set:
+        """Partitions revoked or lost in ``calls``: a member that met the topic back under its name
+        before it saw it gone loses (classic) what it held of the old one."""
+        return {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
+
     async def scenario():
         listener = ListenerCallsWithLost()
         consumer = CooperativeConsumer(
@@ -256,7 +263,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         delete_topic(bootstrap_servers, doomed)
         await consume_until(
             consumer,
-            lambda: any(kind == "revoked" and gone <= parts for kind, parts in listener.calls[mark:]),
+            lambda: gone <= given_up(listener.calls[mark:]),
             seen,
             "deleted topic revoked",
         )
@@ -273,8 +280,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         return listener.calls[mark:], seen, final, partitions
 
     calls, seen, final, partitions = await scenario()
-    assert not any(kind == "lost" for kind, _ in calls), calls
-    revoked_at = next(i for i, (kind, parts) in enumerate(calls) if kind == "revoked" and gone <= parts)
+    revoked_at = next(i for i in range(len(calls)) if gone <= given_up(calls[: i + 1]))
     back = {TP(doomed, p) for p in range(partitions)}
     assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1 :]), calls
     new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
@@ -284,3 +290,79 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         f"\n{group_protocol}: deleted topic revoked; back with {partitions} partition(s) under a new id, "
         "read from offset 0"
     )
+
+
+async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
+    bootstrap_servers, group_id, topic_factory, group_protocol
+):
+    """A subscribed topic deleted and created again, with as many partitions, before the member's
+    metadata saw it gone: the name and the partition count are the same, only the topic id differs.
+    The member must not go on from the old topic's positions (3 here, the new topic's end: its
+    records would never be read): it gives the old partitions up without committing them (classic:
+    ``on_partitions_lost``, from the topic id read beside aiokafka's metadata; KIP-848: the broker's
+    assignment names the new id) and reads the new topic from offset 0."""
+    from confluent_kafka import Producer
+
+    from integration.topics import partition_count
+
+    keep, doomed = topic_factory(2), topic_factory(2)
+    config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    old = {TP(doomed, 0), TP(doomed, 1)}
+
+    def produce(tag: str) -> None:
+        for p in range(2):
+            for i in range(3):
+                producer.produce(doomed, value=f"{tag}-{p}-{i}".encode(), partition=p)
+        producer.flush(10)
+
+    async def consume_until(consumer, done, seen, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}; seen {seen}")
+            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+                seen.extend((tp, r.offset, r.value.decode()) for r in records)
+
+    listener = ListenerCallsWithLost()
+    # Metadata every minute only: nothing but the forced update below may see the topic in between.
+    consumer = CooperativeConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=group_id,
+        metadata_max_age_ms=60000,
+        **config,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    consumer.subscribe([keep, doomed], listener=listener)
+    await consumer.start()
+    try:
+        produce("old")
+        seen: list = []
+        await consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
+        await consumer.commit()
+        # Paused, its partitions are not fetched, so no fetch error makes aiokafka refresh its metadata.
+        consumer.pause(*old)
+        mark = len(listener.calls)
+        delete_topic(bootstrap_servers, doomed)
+        create_topic(bootstrap_servers, doomed, 2)  # fails if a metadata request auto-created it meanwhile
+        assert partition_count(bootstrap_servers, doomed) == 2
+        produce("new")
+        consumer.resume(*old)
+        await consumer._client.force_metadata_update()  # what the next periodic update would do
+        await consume_until(
+            consumer, lambda: sum(v.startswith("new") for _, _, v in seen) == 6, seen, "the new topic's records"
+        )
+        final = consumer.assignment()
+    finally:
+        await consumer.stop()
+    calls = listener.calls[mark:]
+    given_up = {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
+    assert old <= given_up, calls
+    if group_protocol == "classic":
+        assert any(kind == "lost" and old <= parts for kind, parts in calls), calls
+    assert any(kind == "assigned" and old <= parts for kind, parts in calls), calls
+    new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
+    assert new == [(p, i) for p in range(2) for i in range(3)], "the new topic is read from offset 0"
+    assert final == {TP(keep, 0), TP(keep, 1)} | old
+    print(f"\n{group_protocol}: topic created again unseen: given up ({calls}), read from offset 0")

@@ -127,6 +127,54 @@ def test_a_reset_generation_loses_everything_and_forgets_the_generation() -> Non
     assert member.leave(generation_reset=True).lost == tps(3)
 
 
+def test_partitions_of_a_topic_created_again_under_its_name_are_lost_once() -> None:
+    """A topic deleted and created again keeps its name and often its partition count: only its id
+    tells. The owned partitions of the old topic are lost (no commit) and the rest stays owned."""
+    import uuid
+
+    old, new, other = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+    member = ClassicMember(COOP)
+    member.on_sync(1, Assignment(sorted(tps(0, 1) | tps(0, topic="u"))), {"t", "u"})
+    assert member.topics_without_ids == {"t", "u"}
+    assert member.topic_ids_seen({"t": old}) == frozenset()
+    assert member.topics_without_ids == {"u"}
+    assert member.topic_ids_seen({"t": old, "u": other}) == frozenset() and not member.topics_without_ids
+    assert member.topic_ids_seen({"u": other}) == frozenset()  # deleted, not yet back: the rebalance revokes it
+    assert member.topic_ids_seen({"t": new, "u": other}) == tps(0, 1)
+    assert member.owned == tps(0, topic="u") and member.subscription({"t", "u"}).owned_partitions == sorted(
+        tps(0, topic="u")
+    )
+    # Handed out again by name, they are new partitions, whose id is read afresh.
+    outcome = member.on_sync(2, Assignment(sorted(tps(0, 1) | tps(0, topic="u"))), {"t", "u"})
+    assert outcome.added == tps(0, 1) and outcome.revoked == frozenset()
+    assert member.topics_without_ids == {"t"}
+    assert member.topic_ids_seen({"t": new, "u": other}) == frozenset()
+    assert member.held_since(1, tps(0, 1) | tps(0, topic="u"))[0] == tps(0, topic="u")
+
+
+def test_topic_ids_are_forgotten_with_the_partitions() -> None:
+    """An id is compared only while the member owned the topic since it was read: a topic given up
+    (revoked, lost, left) and handed back later is read again, never judged by an id from before."""
+    import uuid
+
+    old, new = uuid.UUID(int=1), uuid.UUID(int=2)
+    for give_up in ("revoked", "eager join", "reset", "leave"):
+        member = ClassicMember(EAGER if give_up == "eager join" else COOP)
+        member.on_sync(1, Assignment(sorted(tps(0))), {"t"})
+        member.topic_ids_seen({"t": old})
+        if give_up == "revoked":
+            member.on_sync(2, Assignment([]), {"t"})
+        elif give_up == "eager join":
+            member.prepare_join({"t"})
+        elif give_up == "reset":
+            member.prepare_join({"t"}, generation_reset=True)
+        else:
+            member.leave()
+        member.on_sync(3, Assignment(sorted(tps(0))), {"t"})
+        assert member.topics_without_ids == {"t"}, give_up
+        assert member.topic_ids_seen({"t": new}) == frozenset() and member.owned == tps(0), give_up
+
+
 class _DelayAssignor:
     """An assignor with group-wide state: each assignment's user data may carry a rejoin delay."""
 

@@ -81,7 +81,14 @@ from kassign.assignors.base import PartitionAssignor
 from kassign.membership import ClassicMember, InvalidAssignment, select_rebalance_protocol
 from kassign.membership.classic import FATAL_FENCING_ERRORS, MEMBER_ID_KEPT_ERRORS
 from kassign.model import RebalanceProtocol
-from kassign.protocol import ProtocolError, decode_assignment, encode_subscription
+from kassign.protocol import (
+    AiokafkaRequest,
+    MetadataRequest,
+    ProtocolError,
+    UnsupportedApiVersion,
+    decode_assignment,
+    encode_subscription,
+)
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +266,11 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         self._join_in_flight = False  # a JoinGroup sent and not answered (waiting at the join barrier)
         self._sync_error: str | None = None  # the error answering this round's SyncGroup (set by _send_req)
         self._listener_error: Exception | None = None  # raised from the next getmany()/getone()
+        # The owned topics' ids, read beside aiokafka's metadata (see _check_topic_ids).
+        self._topic_ids_task: asyncio.Future[None] | None = None
+        self._topic_ids_stale = False  # a metadata update came while a read was in flight
+        self._topic_ids_unsupported = False  # the brokers answer no Metadata v12+ (Kafka < 3.1)
+        self._in_round = False  # from JoinGroup to the end of the assignment's listener calls
 
     @property
     def closing(self) -> bool:
@@ -310,6 +322,17 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                 self._install(frozenset(), carried=frozenset())
 
     async def _do_rejoin_group(self, subscription: Any) -> bool:
+        self._in_round = True
+        try:
+            return await self._join_and_sync(subscription)
+        finally:
+            self._in_round = False
+            # Topic ids read during the round wait for it: a loss applied while the round hands out
+            # the same partitions by name would carry the old topic's positions into the new one.
+            if not self.closing and (self._topic_ids_stale or self._member.topics_without_ids):
+                self._check_topic_ids()
+
+    async def _join_and_sync(self, subscription: Any) -> bool:
         await self._maybe_lose_partitions()
         rebalance = _Rebalance(
             self,
@@ -406,6 +429,64 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         if not self._rack_aware:
             return counts
         return counts, replica_racks(self._cluster, counts)
+
+    # -- a topic deleted and created again --------------------------------------------------
+
+    def _handle_metadata_update(self, cluster: Any) -> None:
+        super()._handle_metadata_update(cluster)
+        self._check_topic_ids()
+
+    def _check_topic_ids(self) -> None:
+        """Read the ids of the topics this member owns partitions of, in the background, for
+        :meth:`ClassicMember.topic_ids_seen`: a topic deleted and created again under its name keeps
+        its partition count as often as not, so neither aiokafka's metadata snapshot (partition counts,
+        as Java's) nor the assignment (names) can tell, and the member would go on with the old topic's
+        positions -- past the new topic's records, or before them. aiokafka's Metadata (v5 and older)
+        has no ids, so they are read with Metadata v12+, after every metadata update aiokafka makes and
+        after a round that gave partitions of a topic whose id is not yet known."""
+        if self._topic_ids_unsupported or not self._member.owned:
+            return
+        if self._in_round or (self._topic_ids_task is not None and not self._topic_ids_task.done()):
+            self._topic_ids_stale = True
+            return
+        self._topic_ids_task = asyncio.ensure_future(self._read_topic_ids())
+
+    async def _read_topic_ids(self) -> None:
+        self._topic_ids_stale = True
+        while self._topic_ids_stale and self._member.owned and self.coordinator_id is not None:
+            self._topic_ids_stale = False
+            topics = sorted({tp.topic for tp in self._member.owned})
+            try:
+                response = await self._client.send(
+                    self.coordinator_id, AiokafkaRequest(MetadataRequest.for_topics(topics))
+                )
+            except UnsupportedApiVersion as err:
+                log.info(
+                    "group %s: no topic ids from the brokers (%s); a topic re-created is not noticed",
+                    self.group_id,
+                    err,
+                )
+                self._topic_ids_unsupported = True
+                return
+            except Errors.KafkaError as err:
+                log.debug("group %s: reading topic ids of %s failed: %r", self.group_id, topics, err)
+                return  # the next metadata update reads them again
+            if self._in_round:
+                self._topic_ids_stale = True  # read again once the round is over
+                return
+            lost = self._member.topic_ids_seen({name: tid for tid, name in response.topic_names().items()})
+            if lost:
+                log.warning(
+                    "group %s: %s deleted and created again (a new topic id): lost %s; rejoining",
+                    self.group_id,
+                    sorted({tp.topic for tp in lost}),
+                    sorted(lost),
+                )
+                await self._lose_partitions(_aio(lost), logged=True)
+                if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+                    owned = self.owned_partitions
+                    self._install(owned, carried=owned)
+                self.request_rejoin()
 
     # -- after SyncGroup -------------------------------------------------------------------
 
@@ -531,8 +612,9 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
 
     async def close(self) -> None:
         self._cancel_scheduled_rejoin()
-        if self._beside_opening is not None:
-            self._beside_opening.cancel()
+        for task in (self._beside_opening, self._topic_ids_task):
+            if task is not None:
+                task.cancel()
         early_leave = None
         if self._join_in_flight and self._group_instance_id is None:
             # As Java's close: leave at once, even with a JoinGroup in flight. aiokafka would first
