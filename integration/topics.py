@@ -14,9 +14,12 @@ __all__ = ["create_topic", "delete_topic", "wait_for_partitions", "partition_cou
 
 
 def _admin(bootstrap: str):
+    """An admin client whose metadata requests never create a topic: librdkafka's admin client is a
+    producer, which allows it by default, and a broker with ``auto.create.topics.enable`` (Kafka's
+    default) would bring a topic just deleted back, with one partition, as soon as it is asked about."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, "allow.auto.create.topics": False})
 
 
 def _poll_topic(admin, topic: str, timeout: float, answer: Callable[[Any], T | None]) -> T | None:

@@ -195,6 +195,32 @@ async def test_static_member_restarts_without_a_reassignment(
     assert regained_s < 5.0
 
 
+async def _consume_until(consumer, done, seen: list, what: str) -> None:
+    """Read into ``seen`` (partition, offset, value) until ``done()``; AssertionError after 60 s."""
+    deadline = time.monotonic() + 60
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}; seen {seen}")
+        for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+            seen.extend((tp, r.offset, r.value.decode()) for r in records)
+
+
+async def _started_consumer(bootstrap_servers, group_id, group_protocol, topics, listener, *, metadata_max_age_ms):
+    """A manually committing kassign consumer of ``topics``, reading from the start, started."""
+    config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
+    consumer = CooperativeConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=group_id,
+        metadata_max_age_ms=metadata_max_age_ms,
+        **config,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    consumer.subscribe(topics, listener=listener)
+    await consumer.start()
+    return consumer
+
+
 @pytest.mark.asyncio
 async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_start(
     bootstrap_servers, group_id, topic_factory, group_protocol
@@ -210,7 +236,6 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
     from integration.topics import partition_count
 
     keep, doomed = topic_factory(2), topic_factory(2)
-    config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
     producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
 
     def produce(topic: str, partitions: int, tag: str) -> None:
@@ -228,14 +253,6 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
                 raise
         return partition_count(bootstrap_servers, topic)
 
-    async def consume_until(consumer, done, seen, what: str) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}")
-            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
-                seen.extend((tp, r.offset, r.value.decode()) for r in records)
-
     gone = {TP(doomed, 0), TP(doomed, 1)}
 
     def given_up(calls) -> set:
@@ -245,23 +262,16 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
 
     async def scenario():
         listener = ListenerCallsWithLost()
-        consumer = CooperativeConsumer(
-            bootstrap_servers=bootstrap_servers,
-            group_id=group_id,
-            metadata_max_age_ms=1000,
-            **config,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
+        consumer = await _started_consumer(
+            bootstrap_servers, group_id, group_protocol, [keep, doomed], listener, metadata_max_age_ms=1000
         )
-        consumer.subscribe([keep, doomed], listener=listener)
-        await consumer.start()
         produce(doomed, 2, "old")
         seen: list = []
-        await consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
+        await _consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
         await consumer.commit()  # offsets 3 for the old topic's partitions
         mark = len(listener.calls)
         delete_topic(bootstrap_servers, doomed)
-        await consume_until(
+        await _consume_until(
             consumer,
             lambda: gone <= given_up(listener.calls[mark:]),
             seen,
@@ -269,7 +279,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         )
         partitions = recreate(doomed)
         produce(doomed, partitions, "new")
-        await consume_until(
+        await _consume_until(
             consumer,
             lambda: sum(v.startswith("new") for _, _, v in seen) == 3 * partitions,
             seen,
@@ -292,6 +302,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
     )
 
 
+@pytest.mark.asyncio
 async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
     bootstrap_servers, group_id, topic_factory, group_protocol
 ):
@@ -306,7 +317,6 @@ async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
     from integration.topics import partition_count
 
     keep, doomed = topic_factory(2), topic_factory(2)
-    config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
     producer = Producer({"bootstrap.servers": bootstrap_servers, "log_level": 3})
     old = {TP(doomed, 0), TP(doomed, 1)}
 
@@ -316,30 +326,15 @@ async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
                 producer.produce(doomed, value=f"{tag}-{p}-{i}".encode(), partition=p)
         producer.flush(10)
 
-    async def consume_until(consumer, done, seen, what: str) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} not reached; assignment {sorted(consumer.assignment())}; seen {seen}")
-            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
-                seen.extend((tp, r.offset, r.value.decode()) for r in records)
-
     listener = ListenerCallsWithLost()
     # Metadata every minute only: nothing but the forced update below may see the topic in between.
-    consumer = CooperativeConsumer(
-        bootstrap_servers=bootstrap_servers,
-        group_id=group_id,
-        metadata_max_age_ms=60000,
-        **config,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
+    consumer = await _started_consumer(
+        bootstrap_servers, group_id, group_protocol, [keep, doomed], listener, metadata_max_age_ms=60000
     )
-    consumer.subscribe([keep, doomed], listener=listener)
-    await consumer.start()
     try:
         produce("old")
         seen: list = []
-        await consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
+        await _consume_until(consumer, lambda: sum(tp.topic == doomed for tp, _, _ in seen) == 6, seen, "old records")
         await consumer.commit()
         # Paused, its partitions are not fetched, so no fetch error makes aiokafka refresh its metadata.
         consumer.pause(*old)
@@ -350,7 +345,7 @@ async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
         produce("new")
         consumer.resume(*old)
         await consumer._client.force_metadata_update()  # what the next periodic update would do
-        await consume_until(
+        await _consume_until(
             consumer, lambda: sum(v.startswith("new") for _, _, v in seen) == 6, seen, "the new topic's records"
         )
         final = consumer.assignment()
