@@ -36,21 +36,24 @@ def _poll_topic(admin, topic: str, timeout: float, answer: Callable[[Any], T | N
         time.sleep(0.1)
 
 
-def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0) -> None:
-    """Block until metadata shows ``topic`` with ``partitions`` partitions, each with a leader."""
+def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 20.0) -> Any:
+    """Block until metadata shows ``topic`` with ``partitions`` partitions, each with a leader; returns
+    that metadata (confluent-kafka's ``TopicMetadata``: replicas, leaders)."""
     seen = None
 
-    def led(meta) -> bool | None:
+    def led(meta) -> Any:
         nonlocal seen
         if meta is None or meta.error is not None:
             return None
         seen = len(meta.partitions)
         if seen == partitions and all(p.leader >= 0 for p in meta.partitions.values()):
-            return True
+            return meta
         return None
 
-    if _poll_topic(_admin(bootstrap), topic, timeout, led) is None:
+    found = _poll_topic(_admin(bootstrap), topic, timeout, led)
+    if found is None:
         raise TimeoutError(f"topic {topic!r} did not show {partitions} led partitions within {timeout}s (saw {seen})")
+    return found
 
 
 def create_topic(

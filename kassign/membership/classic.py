@@ -187,17 +187,16 @@ class ClassicMember:
         offsets mean nothing in the new topic -- and the driver rejoins, to be assigned the new topic's
         partitions as new ones. Only the id tells the two apart: the classic protocol names partitions
         by topic name, and the new topic may have as many partitions as the old one."""
-        owned_topics = {tp.topic for tp in self.owned}
         recreated = {t for t, tid in ids.items() if t in self._topic_ids and self._topic_ids[t] != tid}
         lost = frozenset(tp for tp in self.owned if tp.topic in recreated)
         self.owned -= lost
         for tp in lost:
             del self._acquired[tp]
         # Recreated topics start afresh: their partitions come back in the next round, as new ones.
-        kept = owned_topics - recreated
-        self._topic_ids = {t: tid for t, tid in self._topic_ids.items() if t in kept}
+        self._forget_ids_but(self.owned)
+        owned_topics = {tp.topic for tp in self.owned}
         for t, tid in ids.items():
-            if t in kept:
+            if t in owned_topics:
                 self._topic_ids.setdefault(t, tid)
         return lost
 

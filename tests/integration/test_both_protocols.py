@@ -205,6 +205,12 @@ async def _consume_until(consumer, done, seen: list, what: str) -> None:
             seen.extend((tp, r.offset, r.value.decode()) for r in records)
 
 
+def _given_up(calls) -> set:
+    """Partitions revoked or lost in ``calls``: a member that meets a topic back under its name before
+    it saw it gone loses (classic) what it held of the old one."""
+    return {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
+
+
 async def _started_consumer(bootstrap_servers, group_id, group_protocol, topics, listener, *, metadata_max_age_ms):
     """A manually committing kassign consumer of ``topics``, reading from the start, started."""
     config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
@@ -255,11 +261,6 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
 
     gone = {TP(doomed, 0), TP(doomed, 1)}
 
-    def given_up(calls) -> set:
-        """Partitions revoked or lost in ``calls``: a member that met the topic back under its name
-        before it saw it gone loses (classic) what it held of the old one."""
-        return {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
-
     async def scenario():
         listener = ListenerCallsWithLost()
         consumer = await _started_consumer(
@@ -273,7 +274,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         delete_topic(bootstrap_servers, doomed)
         await _consume_until(
             consumer,
-            lambda: gone <= given_up(listener.calls[mark:]),
+            lambda: gone <= _given_up(listener.calls[mark:]),
             seen,
             "deleted topic revoked",
         )
@@ -290,7 +291,7 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
         return listener.calls[mark:], seen, final, partitions
 
     calls, seen, final, partitions = await scenario()
-    revoked_at = next(i for i in range(len(calls)) if gone <= given_up(calls[: i + 1]))
+    revoked_at = next(i for i in range(len(calls)) if gone <= _given_up(calls[: i + 1]))
     back = {TP(doomed, p) for p in range(partitions)}
     assert any(kind == "assigned" and parts & back for kind, parts in calls[revoked_at + 1 :]), calls
     new = sorted((tp.partition, offset) for tp, offset, value in seen if value.startswith("new"))
@@ -352,8 +353,7 @@ async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
     finally:
         await consumer.stop()
     calls = listener.calls[mark:]
-    given_up = {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
-    assert old <= given_up, calls
+    assert old <= _given_up(calls), calls
     if group_protocol == "classic":
         assert any(kind == "lost" and old <= parts for kind, parts in calls), calls
     assert any(kind == "assigned" and old <= parts for kind, parts in calls), calls

@@ -7,8 +7,6 @@ partitions of their own rack, each partition owned once.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("aiokafka")
@@ -29,20 +27,13 @@ def _topic_three_per_rack(rack_cluster, name: str) -> dict[int, str]:
     the cluster's metadata reports it (node ids are 1..3 in the order of the cluster's racks)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": rack_cluster.bootstrap, "allow.auto.create.topics": False})
+    admin = AdminClient({"bootstrap.servers": rack_cluster.bootstrap})
     new = NewTopic(name, num_partitions=9, replica_assignment=[[p % 3 + 1] for p in range(9)])
     admin.create_topics([new])[name].result(timeout=20)
-    wait_for_partitions(rack_cluster.bootstrap, name, 9)
-    # Each broker learns of a new topic from the controller at its own pace: the broker this client
-    # asks may not know it yet, although the one wait_for_partitions asked did.
-    deadline = time.monotonic() + 20
-    while True:
-        topic = admin.list_topics(topic=name, timeout=10).topics.get(name)
-        if (topic is not None and topic.error is None and len(topic.partitions) == 9) or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    partitions = topic.partitions if topic is not None else {}
-    return {p: rack_cluster.racks[part.replicas[0] - 1] for p, part in partitions.items()}
+    # The metadata that showed all 9 partitions: another client may ask a broker that has not yet
+    # learnt of the topic from the controller (each learns at its own pace).
+    meta = wait_for_partitions(rack_cluster.bootstrap, name, 9)
+    return {p: rack_cluster.racks[part.replicas[0] - 1] for p, part in meta.partitions.items()}
 
 
 @pytest.mark.parametrize("leader", ["aiokafka", "java", "confluent"])

@@ -318,8 +318,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
     async def _maybe_lose_partitions(self) -> None:
         if self._member.owned and self._generation_reset():
             await self._lose_partitions(_aio(self._member.lose_all()))
-            if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
-                self._install(frozenset(), carried=frozenset())
+            self._fetch_only_owned()
 
     async def _do_rejoin_group(self, subscription: Any) -> bool:
         self._in_round = True
@@ -483,9 +482,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
                     sorted(lost),
                 )
                 await self._lose_partitions(_aio(lost), logged=True)
-                if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
-                    owned = self.owned_partitions
-                    self._install(owned, carried=owned)
+                self._fetch_only_owned()
                 self.request_rejoin()
 
     # -- after SyncGroup -------------------------------------------------------------------
@@ -565,6 +562,13 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         self._owned_assignment = install(self._subscription, self._owned_assignment, partitions, carried)
 
     # -- giving partitions up --------------------------------------------------------------
+
+    def _fetch_only_owned(self) -> None:
+        """After a loss: aiokafka fetches only what the member still owns (their fetch state kept),
+        when the group assigns the subscription's partitions (not after a manual ``assign()``)."""
+        if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
+            owned = self.owned_partitions
+            self._install(owned, carried=owned)
 
     async def _revoke_partitions(self, partitions: Iterable[AioTopicPartition], *, commit: bool = True) -> None:
         """Stop consuming ``partitions`` (the membership core no longer counts them as owned), commit
@@ -665,12 +669,8 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
             self._lost_cause = "it left the group"
         if departure.lost:
             await self._lose_partitions(_aio(departure.lost), logged=poll_timeout)
-        if (
-            poll_timeout
-            and self._subscription.subscription is not None
-            and self._subscription.partitions_auto_assigned()
-        ):
-            self._install(frozenset(), carried=frozenset())  # no more records of the partitions it lost
+        if poll_timeout:
+            self._fetch_only_owned()  # no more records of the partitions it lost
         if departure.revoked:
             # The coordination routine has already made its last auto-commit.
             await self._revoke_partitions(_aio(departure.revoked), commit=False)
@@ -883,8 +883,7 @@ class KassignGroupCoordinator(CommitGuard, GroupCoordinator):
         lost = self._member.lose_all()
         if lost:
             await self._lose_partitions(_aio(lost))
-        if self._subscription.subscription is not None and self._subscription.partitions_auto_assigned():
-            self._install(frozenset(), carried=frozenset())
+        self._fetch_only_owned()
         self._fenced_out = True
 
     async def _send_req(self, request: Any) -> Any:
