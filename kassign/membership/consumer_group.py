@@ -403,6 +403,20 @@ class ConsumerGroupMember:
         return self._current
 
     @property
+    def owned_topic_ids(self) -> dict[str, uuid.UUID]:
+        """The topic id of each topic name this member owns partitions of: what its offsets belong to.
+        A topic deleted and created again keeps its name under a new id, so a commit names the owned
+        id, not whatever id the name has now."""
+        return {self._names[p.topic_id]: p.topic_id for p in self._current}
+
+    @property
+    def leaving_topic_ids(self) -> frozenset[uuid.UUID]:
+        """Ids of topics the member owns partitions of and its target has none of: taken from it, or
+        deleted."""
+        targeted = {p.topic_id for p in self._target or ()}
+        return frozenset(p.topic_id for p in self._current if p.topic_id not in targeted)
+
+    @property
     def subscribed_topics(self) -> frozenset[str]:
         """The topic names subscribed to (empty with a regex subscription)."""
         return self._topics

@@ -111,15 +111,17 @@ class _EncodableHeader:
 class AiokafkaRequest:
     """Wraps a request message so ``AIOKafkaConnection.send`` can send it.
 
-    ``max_version`` caps the version (e.g. to stay on ConsumerGroupHeartbeat v0); by default the
-    highest version both the message class and the broker support is used.
+    ``max_version`` caps the version (e.g. to stay on ConsumerGroupHeartbeat v0) and ``min_version``
+    refuses older ones (e.g. an OffsetCommit that must name topics by id); by default the highest
+    version both the message class and the broker support is used.
     """
 
-    def __init__(self, message: ApiMessage, *, max_version: int | None = None) -> None:
+    def __init__(self, message: ApiMessage, *, max_version: int | None = None, min_version: int | None = None) -> None:
         if not isinstance(message, ApiMessage) or type(message).RESPONSE is None:
             raise TypeError(f"AiokafkaRequest needs a kassign request message, got {type(message).__name__}")
         self.message = message
         self.max_version = type(message).HIGHEST_VERSION if max_version is None else max_version
+        self.min_version = type(message).LOWEST_VERSION if min_version is None else min_version
 
     @property
     def API_KEY(self) -> int:
@@ -137,10 +139,10 @@ class AiokafkaRequest:
             raise UnsupportedApiVersion(f"the broker does not support {cls.__name__} (API key {self.API_KEY})")
         broker_min, broker_max = versions[self.API_KEY]
         version = min(broker_max, cls.HIGHEST_VERSION, self.max_version)
-        if version < max(broker_min, cls.LOWEST_VERSION):
+        if version < max(broker_min, cls.LOWEST_VERSION, self.min_version):
             raise UnsupportedApiVersion(
                 f"{cls.__name__}: the broker supports versions {broker_min}-{broker_max}, kassign "
-                f"{cls.LOWEST_VERSION}-{min(cls.HIGHEST_VERSION, self.max_version)}"
+                f"{max(cls.LOWEST_VERSION, self.min_version)}-{min(cls.HIGHEST_VERSION, self.max_version)}"
             )
         return PreparedRequest(self.message, version)
 

@@ -77,6 +77,8 @@ class FakeGroupCoordinator:
 
     def __init__(self, *, supports_848: bool = True):
         self.supports_848 = supports_848
+        self.topic_id = T  # TOPIC's id: another one is the topic deleted and created again
+        self.commit_max_version = 10  # 9: a broker before Kafka 4.2, committing by topic name
         self.epoch = 1
         self.target: list[int] = [0, 1]
         self.next_error = 0
@@ -115,11 +117,11 @@ class FakeGroupCoordinator:
                 member_id=message.member_id,
                 member_epoch=self.epoch,
                 heartbeat_interval_ms=self.interval_ms,
-                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(T, list(self.target))]),
+                assignment=ConsumerGroupHeartbeatAssignment([TopicIdPartitions(self.topic_id, list(self.target))]),
             )
         if isinstance(message, MetadataRequest):
             self.metadata_requests += 1
-            return MetadataResponse(topics=[MetadataResponseTopic(0, TOPIC, T)])
+            return MetadataResponse(topics=[MetadataResponseTopic(0, TOPIC, self.topic_id)])
         if isinstance(message, OffsetCommitRequest):
             self.commits.append(message)
             code = self.commit_errors.pop(0) if self.commit_errors else self.commit_error
@@ -183,7 +185,12 @@ class FakeClient:
 
     async def send(self, node_id, request, group=None):
         await asyncio.sleep(0)
-        versions = {68: (0, 1) if self.group.supports_848 else None, 3: (0, 13), 8: (0, 10), 9: (0, 10)}
+        versions = {
+            68: (0, 1) if self.group.supports_848 else None,
+            3: (0, 13),
+            8: (0, self.group.commit_max_version),
+            9: (0, 10),
+        }
         versions = {k: v for k, v in versions.items() if v is not None}
         prepared = request.prepare(versions)  # raises UnsupportedApiVersion as aiokafka's connection would
         message = prepared.message

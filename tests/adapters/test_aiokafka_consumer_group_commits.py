@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from typing import Any
 
 import pytest
 
@@ -25,6 +27,7 @@ from tests.adapters.test_aiokafka_consumer_group import (  # noqa: E402
     TOPIC,
     FakeGroupCoordinator,
     Recorder,
+    T,
     coordinator,
     tps,
     until,
@@ -211,3 +214,127 @@ async def test_an_auto_commit_refused_for_good_waits_for_the_next_interval():
 
     attempts = await asyncio.wait_for(scenario(), 30)
     assert 1 <= attempts <= 4, attempts  # about one a second; a retry loop made ~25 (retry_backoff_ms=10: ~250)
+
+
+RECREATED = uuid.UUID("22222222-2222-2222-2222-222222222222")
+
+
+def old_offsets_committed(group: FakeGroupCoordinator, offset: int) -> list[tuple[str, uuid.UUID, int]]:
+    """Every partition committed at ``offset``: (topic name, topic id, partition)."""
+    return [
+        (t.name, t.topic_id, p.partition_index)
+        for c in group.commits
+        for t in c.topics
+        for p in t.partitions
+        if p.committed_offset == offset
+    ]
+
+
+async def created_again(group: FakeGroupCoordinator, listener: Recorder) -> tuple[Any, Any]:
+    """A member owning partitions 0 and 1 of TOPIC at position 3, auto-committing (every minute: only
+    the revocation's commit is in play)."""
+    coord, subscription = coordinator(group, listener)
+    await until(
+        lambda: (
+            subscription.subscription.assignment is not None and subscription.subscription.assignment.tps == tps(0, 1)
+        ),
+        what="assignment",
+    )
+    await until(lambda: coord.member.state is MemberState.STABLE, what="acknowledged")
+    for p in (0, 1):
+        subscription.subscription.assignment.state_value(TP(TOPIC, p)).seek(3)
+    return coord, subscription
+
+
+async def reassigned_under(coord: Any, topic_id: uuid.UUID) -> None:
+    await until(
+        lambda: {(p.topic_id, p.partition) for p in coord.member.owned_ids} == {(topic_id, 0), (topic_id, 1)},
+        what="the new topic's partitions",
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("commit_version", [9, 10], ids=["by-name", "by-id"])
+async def test_the_old_topics_positions_are_never_committed_to_a_topic_created_again(commit_version):
+    """TOPIC deleted and created again (a new id, the same name and partitions): the broker's target
+    swaps the ids. The revocation of the old topic's partitions commits nothing: by name (OffsetCommit
+    v9, brokers before Kafka 4.2) position 3 would become the new topic's committed offset, and its
+    first three records would never be read; by id it belongs to a topic that is gone."""
+
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.commit_max_version = commit_version
+        coord, _ = await created_again(group, listener)
+        group.epoch, group.topic_id = 2, RECREATED
+        await reassigned_under(coord, RECREATED)
+        await coord.close()
+        return group, listener
+
+    group, listener = await asyncio.wait_for(scenario(), 30)
+    revoked = listener.calls.index(("revoked", tps(0, 1)))
+    assert ("assigned", tps(0, 1)) in listener.calls[revoked:]
+    assert old_offsets_committed(group, 3) == []
+
+
+@pytest.mark.asyncio
+async def test_a_revocation_commit_held_up_until_the_new_topic_is_named_still_names_the_old_one():
+    """The revocation's commit waits behind a commit in flight, and meanwhile the member names the new
+    topic id (Metadata): built then, it must not take the id the name has now. Here it is dropped,
+    since the metadata says the owned topic is gone."""
+
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, subscription = await created_again(group, listener)
+        group.commit_gate = asyncio.Event()
+        in_flight = asyncio.ensure_future(
+            coord.commit_offsets(subscription.subscription.assignment, {TP(TOPIC, 0): OffsetAndMetadata(1, "")})
+        )
+        await until(lambda: group.commits_held, what="commit in flight")
+        named = group.metadata_requests
+        group.epoch, group.topic_id = 2, RECREATED
+        await until(lambda: group.metadata_requests > named, what="the new id named")
+        await asyncio.sleep(0.05)
+        group.commit_gate.set()
+        await in_flight
+        await reassigned_under(coord, RECREATED)
+        await coord.close()
+        return group
+
+    group = await asyncio.wait_for(scenario(), 30)
+    assert old_offsets_committed(group, 1) == [(TOPIC, T, 0)]  # the commit in flight, built before
+    assert old_offsets_committed(group, 3) == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "commit_version, name_now, committed_as",
+    [
+        (9, T, [(TOPIC, T, 0), (TOPIC, T, 1)]),  # moved to another member: committed by name
+        (9, RECREATED, []),  # the name is another topic's now: nothing committed
+        (10, RECREATED, [(TOPIC, T, 0), (TOPIC, T, 1)]),  # by the old id, which the broker refuses
+    ],
+    ids=["by-name-same-topic", "by-name-created-again", "by-id"],
+)
+async def test_a_topic_leaving_the_member_is_committed_by_name_only_while_the_name_is_its_own(
+    commit_version, name_now, committed_as
+):
+    """The broker's target drops TOPIC altogether: taken by other members, or deleted (and perhaps
+    created again before the revocation's commit). By id the commit goes as it is; by name only after
+    the metadata says the name still has the owned id."""
+
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        group.commit_max_version = commit_version
+        coord, _ = await created_again(group, listener)
+        asked = group.metadata_requests
+        group.topic_id = name_now  # what a Metadata request answers for TOPIC from now on
+        group.epoch, group.target = 2, []
+        await until(lambda: ("revoked", tps(0, 1)) in listener.calls, what="revocation")
+        await coord.close()
+        return group, group.metadata_requests - asked
+
+    group, metadata_requests = await asyncio.wait_for(scenario(), 30)
+    assert [(name, tid if commit_version == 10 else T, p) for name, tid, p in old_offsets_committed(group, 3)] == (
+        committed_as
+    )
+    assert metadata_requests == (1 if commit_version == 9 else 0)

@@ -12,7 +12,8 @@ protocols promise alike:
 * a static member restarts without a reassignment;
 * a deleted topic is revoked and its recreation is assigned and read from offset 0;
 * a topic deleted and created again before the member saw it gone (same name, same partition count,
-  a new topic id) is given up and read from offset 0, not from the old topic's positions.
+  a new topic id) is given up and read from offset 0, not from the old topic's positions, whether the
+  member commits by hand or automatically.
 
 The classic members state their own session timeout and heartbeat interval; on the consumer
 protocol the same values are the group's own (``consumer.session.timeout.ms``,
@@ -211,8 +212,11 @@ def _given_up(calls) -> set:
     return {tp for kind, parts in calls if kind in ("revoked", "lost") for tp in parts}
 
 
-async def _started_consumer(bootstrap_servers, group_id, group_protocol, topics, listener, *, metadata_max_age_ms):
-    """A manually committing kassign consumer of ``topics``, reading from the start, started."""
+async def _started_consumer(
+    bootstrap_servers, group_id, group_protocol, topics, listener, *, metadata_max_age_ms, auto_commit=False
+):
+    """A kassign consumer of ``topics``, reading from the start, started: committing manually, or with
+    ``auto_commit`` in the background every minute (so the commits that matter are the revocations')."""
     config = consumer_config(bootstrap_servers, group_id, group_protocol, session_ms=10000, heartbeat_ms=300)
     consumer = CooperativeConsumer(
         bootstrap_servers=bootstrap_servers,
@@ -220,7 +224,8 @@ async def _started_consumer(bootstrap_servers, group_id, group_protocol, topics,
         metadata_max_age_ms=metadata_max_age_ms,
         **config,
         auto_offset_reset="earliest",
-        enable_auto_commit=False,
+        enable_auto_commit=auto_commit,
+        auto_commit_interval_ms=60000,
     )
     consumer.subscribe(topics, listener=listener)
     await consumer.start()
@@ -304,15 +309,17 @@ async def test_a_deleted_topic_is_revoked_and_its_recreation_assigned_from_the_s
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("auto_commit", [False, True], ids=["manual-commit", "auto-commit"])
 async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
-    bootstrap_servers, group_id, topic_factory, group_protocol
+    bootstrap_servers, group_id, topic_factory, group_protocol, auto_commit
 ):
     """A subscribed topic deleted and created again, with as many partitions, before the member's
     metadata saw it gone: the name and the partition count are the same, only the topic id differs.
     The member must not go on from the old topic's positions (3 here, the new topic's end: its
     records would never be read): it gives the old partitions up without committing them (classic:
     ``on_partitions_lost``, from the topic id read beside aiokafka's metadata; KIP-848: the broker's
-    assignment names the new id) and reads the new topic from offset 0."""
+    assignment names the new id) and reads the new topic from offset 0. With auto-commit, the
+    revocation's commit must not write position 3 under the name, which the new topic now has."""
     from confluent_kafka import Producer
 
     from integration.topics import partition_count
@@ -330,7 +337,13 @@ async def test_a_topic_created_again_unseen_is_given_up_and_read_from_the_start(
     listener = ListenerCallsWithLost()
     # Metadata every minute only: nothing but the forced update below may see the topic in between.
     consumer = await _started_consumer(
-        bootstrap_servers, group_id, group_protocol, [keep, doomed], listener, metadata_max_age_ms=60000
+        bootstrap_servers,
+        group_id,
+        group_protocol,
+        [keep, doomed],
+        listener,
+        metadata_max_age_ms=60000,
+        auto_commit=auto_commit,
     )
     try:
         produce("old")

@@ -747,7 +747,13 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
 
     async def _do_commit_offsets(self, assignment: Any, offsets: Mapping[Any, Any]) -> None:
         """OffsetCommit v9+ with this member's id and epoch: the broker refuses it once the member is
-        fenced (UNKNOWN_MEMBER_ID) or its epoch moved on (STALE_MEMBER_EPOCH)."""
+        fenced (UNKNOWN_MEMBER_ID) or its epoch moved on (STALE_MEMBER_EPOCH).
+
+        An owned topic is named by the id the member owns it under. A topic leaving the member (its id
+        gone from the target) may have been deleted and created again under its name: by id (version
+        10) the broker refuses the old topic's offsets; a broker that commits only by name (Kafka
+        before 4.2) gets them only while the metadata still gives the name the owned id."""
+        offsets = await self._offsets_of_live_topics(offsets)
         if not offsets:
             return
         identity = self._member.commit_identity()
@@ -756,11 +762,42 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 f"group {self.group_id}: member {self._member.member_id} has no epoch to commit with "
                 f"(state {self._member.state.name}); its partitions may already be another member's"
             )
+        owned_ids = self._member.owned_topic_ids
+        topic_ids = {tp.topic: owned_ids.get(tp.topic) or self._topic_ids.get(tp.topic) for tp in offsets}
+        leaving = {topic for topic in topic_ids if owned_ids.get(topic) in self._member.leaving_topic_ids}
+        try:
+            if leaving and all(topic_ids.values()):
+                try:
+                    response = await self._send_commit(offsets, topic_ids, identity, by_id=True)
+                except UnsupportedApiVersion:
+                    response = None  # OffsetCommit v9 at most: by name
+                if response is not None:
+                    self._raise_commit_errors(response)
+                    return
+            if leaving:
+                offsets = await self._offsets_still_named(offsets, leaving)
+                if not offsets:
+                    return
+            self._raise_commit_errors(
+                await self._send_commit(offsets, topic_ids, identity, by_id=None if all(topic_ids.values()) else False)
+            )
+        except UnsupportedApiVersion as err:
+            raise Errors.UnsupportedVersionError(f"OffsetCommit v9+ (member epochs): {err}") from err
+
+    async def _send_commit(
+        self,
+        offsets: Mapping[Any, Any],
+        topic_ids: Mapping[str, uuid.UUID | None],
+        identity: tuple[str, int],
+        *,
+        by_id: bool | None,
+    ) -> Any:
+        """One OffsetCommit of ``offsets``: by topic id (version 10) when ``by_id``, by name (version 9)
+        when False, the highest version the broker has when None."""
         member_id, epoch = identity
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, offset in offsets.items():
             by_topic[tp.topic].append(OffsetCommitRequestPartition(tp.partition, offset.offset, -1, offset.metadata))
-        ids_known = all(topic in self._topic_ids for topic in by_topic)
         request = OffsetCommitRequest(
             self.group_id,
             epoch,
@@ -768,17 +805,17 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             self._member.instance_id,
             [
                 OffsetCommitRequestTopic(
-                    topic, self._topic_ids.get(topic, ZERO_UUID), sorted(parts, key=lambda p: p.partition_index)
+                    topic, topic_ids.get(topic) or ZERO_UUID, sorted(parts, key=lambda p: p.partition_index)
                 )
                 for topic, parts in sorted(by_topic.items())
             ],
         )
         log.debug("group %s: committing %s at epoch %s", self.group_id, offsets, epoch)
-        try:
-            # Version 10 names topics by id: only when every id is known.
-            response = await self._send_req(AiokafkaRequest(request, max_version=None if ids_known else 9))
-        except UnsupportedApiVersion as err:
-            raise Errors.UnsupportedVersionError(f"OffsetCommit v9+ (member epochs): {err}") from err
+        return await self._send_req(
+            AiokafkaRequest(request, min_version=10 if by_id else None, max_version=9 if by_id is False else None)
+        )
+
+    def _raise_commit_errors(self, response: Any) -> None:
         errors: list[Errors.KafkaError] = []
         for topic in response.topics:
             name = topic.name or self._topic_names.get(topic.topic_id, str(topic.topic_id))
@@ -787,6 +824,50 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                     errors.append(self._commit_error(name, part.partition_index, part.error_code))
         if errors:
             raise errors[0]
+
+    async def _offsets_still_named(self, offsets: Mapping[Any, Any], topics: AbstractSet[str]) -> Mapping[Any, Any]:
+        """``offsets`` less those of ``topics`` whose names the metadata no longer gives the id this
+        member owns them under (deleted, perhaps created again): committed by name, they would land
+        on whatever topic has the name now."""
+        await self.ensure_coordinator_known()
+        node = self.coordinator_id
+        if node is None:
+            raise Errors.CoordinatorNotAvailableError(self.group_id)
+        response = await self._client.send(node, AiokafkaRequest(MetadataRequest.for_topics(sorted(topics))))
+        now = {name: tid for tid, name in response.topic_names().items()}
+        self._topic_ids.update(now)
+        return self._without_topics_gone(offsets, {topic: now.get(topic) for topic in topics})
+
+    async def _offsets_of_live_topics(self, offsets: Mapping[Any, Any]) -> Mapping[Any, Any]:
+        """``offsets`` less those of a topic deleted and created again under its name: owned under one
+        id while the metadata names another. Their topic is gone, and by name (OffsetCommit v9, Kafka
+        before 4.2) they would land on the new topic, whose first records would then never be read.
+        A target naming topic ids not yet known may hold such a new topic, so those are named first."""
+        pending = self._member.unresolved_topic_ids - set(self._topic_names)
+        if pending:
+            self._resolve_later(pending)
+            if self._metadata_task is not None:
+                await asyncio.wait([self._metadata_task])
+        return self._without_topics_gone(offsets, self._topic_ids)
+
+    def _without_topics_gone(
+        self, offsets: Mapping[Any, Any], named: Mapping[str, uuid.UUID | None]
+    ) -> Mapping[Any, Any]:
+        """``offsets`` less those of owned topics whose names have another id now (``named``: the id
+        of each name the metadata answered for, None for no such topic)."""
+        owned = self._member.owned_topic_ids
+        gone = {
+            tp.topic for tp in offsets if tp.topic in owned and tp.topic in named and named[tp.topic] != owned[tp.topic]
+        }
+        if not gone:
+            return offsets
+        log.warning(
+            "group %s: not committing %s: %s deleted (the offsets were the old topic's)",
+            self.group_id,
+            sorted(tp for tp in offsets if tp.topic in gone),
+            ", ".join(f"{topic} (id {owned[topic]})" for topic in sorted(gone)),
+        )
+        return {tp: offset for tp, offset in offsets.items() if tp.topic not in gone}
 
     async def _do_fetch_commit_offsets(self, partitions: Iterable[Any]) -> dict[Any, Any]:
         """OffsetFetch v9+ as Java's consumer sends it: with this member's id and epoch while it is in
