@@ -338,3 +338,25 @@ async def test_a_topic_leaving_the_member_is_committed_by_name_only_while_the_na
         committed_as
     )
     assert metadata_requests == (1 if commit_version == 9 else 0)
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_topics_revocation_commit_refused_by_id_is_a_warning_not_an_error(caplog):
+    """The broker's target drops a deleted TOPIC; the revocation commits it by its old id, which the
+    broker answers UNKNOWN_TOPIC_ID: nothing to commit there, said once as a warning."""
+    unknown_topic_id = 100
+
+    async def scenario():
+        group, listener = FakeGroupCoordinator(), Recorder()
+        coord, _ = await created_again(group, listener)
+        group.commit_errors = [unknown_topic_id]
+        group.epoch, group.target = 2, []
+        await until(lambda: ("revoked", tps(0, 1)) in listener.calls, what="revocation")
+        await coord.close()
+        return group
+
+    with caplog.at_level(logging.WARNING, logger="kassign"):
+        group = await asyncio.wait_for(scenario(), 30)
+    assert old_offsets_committed(group, 3) == [(TOPIC, T, 0), (TOPIC, T, 1)]
+    records = [r for r in caplog.records if r.name.startswith("kassign")]
+    assert [(r.levelname, "topic was deleted" in r.getMessage()) for r in records] == [("WARNING", True)]

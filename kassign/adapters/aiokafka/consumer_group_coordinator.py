@@ -772,7 +772,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
                 except UnsupportedApiVersion:
                     response = None  # OffsetCommit v9 at most: by name
                 if response is not None:
-                    self._raise_commit_errors(response)
+                    self._raise_commit_errors(response, deleted_ok=leaving)
                     return
             if leaving:
                 offsets = await self._offsets_still_named(offsets, leaving)
@@ -815,13 +815,20 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             AiokafkaRequest(request, min_version=10 if by_id else None, max_version=9 if by_id is False else None)
         )
 
-    def _raise_commit_errors(self, response: Any) -> None:
+    def _raise_commit_errors(self, response: Any, *, deleted_ok: AbstractSet[str] = frozenset()) -> None:
+        """The first partition error of an OffsetCommit answer, raised; UNKNOWN_TOPIC_ID for a topic of
+        ``deleted_ok`` (leaving the member, committed by id) only says the topic was deleted."""
         errors: list[Errors.KafkaError] = []
+        deleted: list[str] = []
         for topic in response.topics:
             name = topic.name or self._topic_names.get(topic.topic_id, str(topic.topic_id))
             for part in topic.partitions:
-                if part.error_code:
+                if ERROR_NAMES.get(part.error_code) == "UNKNOWN_TOPIC_ID" and name in deleted_ok:
+                    deleted.append(f"{name}-{part.partition_index}")
+                elif part.error_code:
                     errors.append(self._commit_error(name, part.partition_index, part.error_code))
+        if deleted:
+            log.warning("group %s: not committed %s: their topic was deleted", self.group_id, deleted)
         if errors:
             raise errors[0]
 
