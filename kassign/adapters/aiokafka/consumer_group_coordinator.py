@@ -417,21 +417,28 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         subscribed = sorted(subscription.topics) if subscription is not None else []
         for names in ([subscribed] if subscribed else []) + [None]:
             try:
-                await self.ensure_coordinator_known()
-                node = self.coordinator_id
-                if node is None:
+                if await self._read_topic_ids(names) is None:
                     return
-                response = await self._client.send(node, AiokafkaRequest(MetadataRequest.for_topics(names)))
             except (Errors.KafkaError, UnsupportedApiVersion) as err:
                 log.warning("group %s: naming topic ids %s failed: %r", self.group_id, sorted(map(str, topic_ids)), err)
                 await asyncio.sleep(self._retry_backoff_ms / 1000)
                 break
-            found = response.topic_names()
-            self._topic_names.update(found)
-            self._topic_ids.update({name: tid for tid, name in found.items()})
-            if topic_ids <= set(self._topic_names):
+            if topic_ids <= self._topic_names.keys():
                 break
         self._wake.set()
+
+    async def _read_topic_ids(self, names: list[str] | None) -> dict[uuid.UUID, str] | None:
+        """Metadata v12+ for ``names`` (None: every topic) from the coordinator's node, never creating a
+        topic: the topics found, name by id, learnt in both name maps; None while no coordinator is known."""
+        await self.ensure_coordinator_known()
+        node = self.coordinator_id
+        if node is None:
+            return None
+        response = await self._client.send(node, AiokafkaRequest(MetadataRequest.for_topics(names)))
+        found: dict[uuid.UUID, str] = response.topic_names()
+        self._topic_names.update(found)
+        self._topic_ids.update({name: tid for tid, name in found.items()})
+        return found
 
     async def _reconcile(self, rec: Reconciliation) -> None:
         member = self._member
@@ -836,13 +843,10 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         """``offsets`` less those of ``topics`` whose names the metadata no longer gives the id this
         member owns them under (deleted, perhaps created again): committed by name, they would land
         on whatever topic has the name now."""
-        await self.ensure_coordinator_known()
-        node = self.coordinator_id
-        if node is None:
+        found = await self._read_topic_ids(sorted(topics))
+        if found is None:
             raise Errors.CoordinatorNotAvailableError(self.group_id)
-        response = await self._client.send(node, AiokafkaRequest(MetadataRequest.for_topics(sorted(topics))))
-        now = {name: tid for tid, name in response.topic_names().items()}
-        self._topic_ids.update(now)
+        now = {name: tid for tid, name in found.items()}
         return self._without_topics_gone(offsets, {topic: now.get(topic) for topic in topics})
 
     async def _offsets_of_live_topics(self, offsets: Mapping[Any, Any]) -> Mapping[Any, Any]:
@@ -850,7 +854,7 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
         id while the metadata names another. Their topic is gone, and by name (OffsetCommit v9, Kafka
         before 4.2) they would land on the new topic, whose first records would then never be read.
         A target naming topic ids not yet known may hold such a new topic, so those are named first."""
-        pending = self._member.unresolved_topic_ids - set(self._topic_names)
+        pending = self._member.unresolved_topic_ids - self._topic_names.keys()
         if pending:
             self._resolve_later(pending)
             if self._metadata_task is not None:
