@@ -12,7 +12,7 @@ from tests.docs.test_docs_numbers import markdown_tables
 ROOT = Path(__file__).resolve().parents[2]
 #: The runs of one timing (session 10 s, heartbeat 1 s) that docs/scale.md's main table shows: each cell
 #: from the newest date that measured it (cells measured again after the 2026-11-28 fixes replace theirs).
-RESULTS = sorted((ROOT / "benchmarks" / "results").glob("group-size-2026-11-2[78]*-kafka44-*.json"))
+RESULTS = sorted((ROOT / "benchmarks" / "results").glob("group-size-2026-11-2[789]*-kafka44-*.json"))
 #: README column heading -> the benchmark's mode.
 MODES = {"aiokafka eager": "eager", "kassign default": "cooperative+fast-follow-up", "kassign KIP-848": "consumer"}
 
