@@ -771,7 +771,8 @@ class ConsumerGroupCoordinator(CommitGuard, GroupCoordinator):
             )
         owned_ids = self._member.owned_topic_ids
         topic_ids = {tp.topic: owned_ids.get(tp.topic) or self._topic_ids.get(tp.topic) for tp in offsets}
-        leaving = {topic for topic in topic_ids if owned_ids.get(topic) in self._member.leaving_topic_ids}
+        leaving_ids = self._member.leaving_topic_ids  # a property computed afresh: once per commit
+        leaving = {topic for topic in topic_ids if owned_ids.get(topic) in leaving_ids}
         try:
             if leaving and all(topic_ids.values()):
                 try:
