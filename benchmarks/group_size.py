@@ -86,6 +86,15 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _machine_cpu(runs: Sequence[RunResult]) -> str:
+    """The machine's CPU, medians over the runs that measured it (steady stretch / change), or a dash."""
+    steady = [r.machine_cpu_pct for r in runs if r.machine_cpu_pct is not None]
+    change = [r.machine_cpu_change_pct for r in runs if r.machine_cpu_change_pct is not None]
+    if not steady or not change:
+        return "–"
+    return f"{statistics.median(steady):.0f} / {statistics.median(change):.0f}"
+
+
 def format_tables(
     cells: Mapping[tuple[int, str, str, str], Sequence[RunResult]],
     failures: Mapping[tuple[int, str, str, str], int],
@@ -94,8 +103,8 @@ def format_tables(
     lines = [
         "| members | partitions | profile | scenario | mode | runs | unowned ps mean | p90 | median "
         "| settle s mean | p90 | median | rounds (median) | moved | dup | lost | double ps "
-        "| members MB | members CPU % |",
-        "|---:|---:|---|---|---|---:|" + "---:|" * 13,
+        "| members MB | members CPU % | machine CPU % steady / change |",
+        "|---:|---:|---|---|---|---:|" + "---:|" * 14,
     ]
     keys = sorted(
         set(cells) | set(failures), key=lambda k: (k[0], k[1], SCENARIOS.index(k[2]), list(MODES).index(k[3]))
@@ -107,7 +116,7 @@ def format_tables(
         shown = f"{len(runs)}" + (f" (+{failed} failed)" if failed else "")
         head = f"| {members} | {sum(LAYOUTS[members])} | {profile} | {scenario} | {mode} | {shown} |"
         if not runs:
-            lines.append(head + " – |" * 13)
+            lines.append(head + " – |" * 14)
             continue
         u = summary([r.unowned_ps for r in runs])
         st = summary([r.settle_s for r in runs])
@@ -117,7 +126,7 @@ def format_tables(
             f"{statistics.median(r.moved for r in runs):g} | {sum(r.duplicates for r in runs)} | "
             f"{sum(r.lost for r in runs)} | {sum(r.double_ps for r in runs):.2f} | "
             f"{statistics.median(r.members_rss_mb for r in runs):.0f} | "
-            f"{statistics.median(r.members_cpu_pct for r in runs):.0f} |"
+            f"{statistics.median(r.members_cpu_pct for r in runs):.0f} | {_machine_cpu(runs)} |"
         )
     lines.append("")
     for members, profile, scenario in sorted({k[:3] for k in cells}, key=lambda k: (k[0], k[1], SCENARIOS.index(k[2]))):
@@ -380,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{members} {profile} {scenario} {mode}: unowned {result.unowned_ps:.2f} ps, settle "
                     f"{result.settle_s:.2f} s, rounds {result.rounds}, moved {result.moved}, dup "
                     f"{result.duplicates}, lost {result.lost}, members {result.members_rss_mb:.0f} MB "
-                    f"{result.members_cpu_pct:.0f}% CPU"
+                    f"{result.members_cpu_pct:.0f}% CPU, machine {result.machine_cpu_pct}% / "
+                    f"{result.machine_cpu_change_pct}% CPU"
                 )
     table = format_tables(cells, failures)
     if args.figure and cells:

@@ -64,6 +64,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
+from benchmarks.machine_cpu import busy_pct, machine_busy_seconds  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
@@ -189,6 +190,11 @@ class RunResult:
     #: (MB) and CPU used (percent of one core, summed).
     members_rss_mb: float = 0.0
     members_cpu_pct: float = 0.0
+    #: The whole machine's CPU (members, broker, driver and producers; percent of one core, so 200 is
+    #: both cores of a 2-core machine) over that steady stretch, and from the first trigger until the
+    #: group settled. None where /proc/stat cannot be read, and in runs recorded before 2026-11-29.
+    machine_cpu_pct: float | None = None
+    machine_cpu_change_pct: float | None = None
 
 
 COLUMNS = (
@@ -339,15 +345,19 @@ def run_once(
         newcomers = start(range(members - change, members), hold=True) if held else []
         for newcomer in newcomers:
             group.wait_ready(newcomer, 90)
-        usage_before, usage_from = group.member_usage(), time.monotonic()
+        usage_before, usage_from, busy_before = group.member_usage(), time.monotonic(), machine_busy_seconds()
         time.sleep(steady_s)
         usage_after, usage_span = group.member_usage(), time.monotonic() - usage_from
+        machine_pct = busy_pct(busy_before, machine_busy_seconds(), usage_span)
+        change_busy: float | None = None
+        change_from = 0.0
         rss_mb = sum(rss for rss, _ in usage_after.values()) / 2**20
         cpu_pct = 100 * sum(cpu - usage_before[m][1] for m, (_, cpu) in usage_after.items() if m in usage_before)
         cpu_pct /= usage_span
         if scenario == "scale-out":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
+            change_busy, change_from = machine_busy_seconds(), time.monotonic()
             if held:
                 for newcomer in newcomers:
                     group.release_member(newcomer)
@@ -357,11 +367,13 @@ def run_once(
         elif scenario == "scale-in":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
+            change_busy, change_from = machine_busy_seconds(), time.monotonic()
             group.stop_members(ids[members - change :])
             group.wait_settled(settle_timeout, balanced=True)
         elif scenario == "crash":
             _wait_for_phase(group, hb, phase)
             steps = [time.time()]
+            change_busy, change_from = machine_busy_seconds(), time.monotonic()
             group.crash_member(ids[-1])
             group.wait_settled(settle_timeout, balanced=True)
         else:
@@ -371,8 +383,11 @@ def run_once(
                 group.wait_ready(replacement, 90)
                 _wait_for_phase(group, hb, phase)
                 steps.append(time.time())
+                if slot == 0:
+                    change_busy, change_from = machine_busy_seconds(), time.monotonic()
                 group.hand_over(member, replacement)
                 group.wait_settled(settle_timeout, balanced=True)
+        change_pct = busy_pct(change_busy, machine_busy_seconds(), time.monotonic() - change_from)
         time.sleep(steady_s)
         end = time.time()
         for producer in producers:
@@ -392,6 +407,8 @@ def run_once(
             phase=round(phase, 3),
             members_rss_mb=round(rss_mb, 1),
             members_cpu_pct=round(cpu_pct, 1),
+            machine_cpu_pct=machine_pct,
+            machine_cpu_change_pct=change_pct,
         )
         if record is not None:
             _record(

@@ -31,14 +31,26 @@ def test_summary_and_table_show_the_distribution_and_the_ratio_to_eager() -> Non
     cells = {
         (24, "instant", "scale-out", "eager"): [row("eager", u, 1.0) for u in (40.0, 50.0, 60.0)],
         (24, "instant", "scale-out", "cooperative+fast-follow-up"): [
-            row("cooperative+fast-follow-up", u, 2.0, rounds=2, members_rss_mb=800.0, members_cpu_pct=30.0)
-            for u in (10.0, 10.0, 40.0)
+            row(
+                "cooperative+fast-follow-up",
+                u,
+                2.0,
+                rounds=2,
+                members_rss_mb=800.0,
+                members_cpu_pct=30.0,
+                machine_cpu_pct=m,
+                machine_cpu_change_pct=m + 10,
+            )
+            for u, m in ((10.0, 150.0), (10.0, 190.0), (40.0, 199.0))
         ],
     }
     assert summary([10.0, 10.0, 40.0]) == {"mean": 20.0, "p90": pytest.approx(34.0), "median": 10.0}
     table = format_tables(cells, {(24, "instant", "scale-in", "eager"): 2})
     assert "| 24 | 240 | instant | scale-out | cooperative+fast-follow-up | 3 | 20.00 | 34.00 | 10.00 |" in table
-    assert "| 800 | 30 |" in table
+    assert "| 800 | 30 | 190 / 200 |" in table
+    # eager's runs have no machine CPU (as runs recorded before it was measured)
+    (eager_row,) = [line for line in table.splitlines() if "| scale-out | eager | 3 |" in line]
+    assert eager_row.endswith("| – |")
     assert "| 24 | 240 | instant | scale-in | eager | 0 (+2 failed) |" in table
     # mean 20 / 50, p90 34 / 58
     assert "fast/eager unowned ps mean 0.40, p90 0.59" in table
