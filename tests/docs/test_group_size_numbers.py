@@ -34,7 +34,7 @@ def test_the_readmes_size_table_is_the_recordings() -> None:
     readme = (ROOT / "README.md").read_text()
     (table,) = [t for t in markdown_tables(readme) if t[0][:2] == ["members (partitions)", "scenario"]]
     head, rows = table[0], table[1:]
-    assert len(rows) == 9
+    assert len(rows) == 12
     for row in rows:
         members = int(row[0].split()[0])
         for title, mode in MODES.items():
