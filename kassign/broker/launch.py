@@ -35,6 +35,7 @@ from kassign.broker.kafka import DEFAULT_KAFKA_VERSION, plan_kafka_cluster
 from kassign.broker.nodes import NodeControl
 from kassign.broker.probe import find_coordinator, free_port, port_in_use, probe_metadata, split_bootstrap
 from kassign.broker.security import ClientSecurity
+from kassign.broker.supervisor import DIED_FILE
 
 log = logging.getLogger(__name__)
 
@@ -284,7 +285,7 @@ def _planned(make_plan) -> tuple[Path, dict[str, Any]]:
 
 @contextlib.contextmanager
 def _owned(make_plan) -> Iterator[BrokerInfo]:
-    _workdir, plan = _planned(make_plan)
+    workdir, plan = _planned(make_plan)
     proc, report = _spawn_supervisor(plan, detached=False)
     info = _info(plan, report, NodeControl(proc, _node_ports(plan), tls=(plan.get("probe") or {}).get("tls")))
     log.info("broker up: %s", info.describe())
@@ -292,7 +293,16 @@ def _owned(make_plan) -> Iterator[BrokerInfo]:
         yield info
     finally:
         _close_owned(proc)
-        log.info("broker at %s stopped", info.bootstrap)
+        died = workdir / DIED_FILE
+        if died.is_file():
+            log.warning(
+                "the broker at %s stopped on its own (%s); its logs are kept in %s",
+                info.bootstrap,
+                died.read_text().strip(),
+                workdir,
+            )
+        else:
+            log.info("broker at %s stopped", info.bootstrap)
 
 
 def start_kafka(

@@ -38,6 +38,9 @@ from kassign.broker.probe import wait_for_broker
 
 log = logging.getLogger("kassign.broker.supervisor")
 
+#: Written into the work directory, which is then kept, when a node stopped on its own: why.
+DIED_FILE = "DIED"
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -72,6 +75,8 @@ class Supervisor:
         self.stopping = False
         #: indexes of nodes killed on purpose (``kill N``) and not started again
         self.down: set[int] = set()
+        #: why a node stopped on its own (None: none did); then :meth:`stop` keeps the work directory
+        self.died: str | None = None
 
     def _spawn(self, argv: list[str], log_path: str) -> subprocess.Popen:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -201,7 +206,12 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        if self.plan.get("keep_workdir") is not True:
+        if self.died is not None:
+            # The logs are the only record of why a broker died: keep them, and say so to the owner.
+            log.warning("%s; keeping %s for its logs", self.died, self.plan["workdir"])
+            with contextlib.suppress(OSError):
+                (Path(self.plan["workdir"]) / DIED_FILE).write_text(self.died + "\n")
+        elif self.plan.get("keep_workdir") is not True:
             shutil.rmtree(self.plan["workdir"], ignore_errors=True)
         state = self.plan.get("state_file")
         if state:
@@ -236,7 +246,8 @@ class Supervisor:
                         _report(self.command(line.decode(errors="replace")))
             for index, (node, proc) in enumerate(zip(self.plan["nodes"], self.procs)):
                 if index not in self.down and proc.poll() is not None and not reason:
-                    reason.append(f"node {node.get('node_id', '?')} exited with code {proc.returncode}")
+                    self.died = f"node {node.get('node_id', '?')} exited with code {proc.returncode}"
+                    reason.append(self.died)
         return reason[0]
 
 

@@ -21,7 +21,7 @@ from kassign.broker.kafka import _node_properties
 from kassign.broker.launch import BrokerInfo
 from kassign.broker.nodes import NodeControl
 from kassign.broker.probe import _coordinator_answer, _find_coordinator_request
-from kassign.broker.supervisor import Supervisor
+from kassign.broker.supervisor import DIED_FILE, Supervisor
 
 
 @pytest.fixture
@@ -186,3 +186,38 @@ def test_node_control_kills_and_restarts_through_a_running_supervisor(tmp_path):
         fake.sock.close()
     assert not _alive(first)
     assert not tmp_path.exists()  # the supervisor removed its work directory
+
+
+def test_a_node_that_dies_on_its_own_stops_the_cluster_and_keeps_its_logs(tmp_path):
+    """A broker that exits unasked is a failure to explain: its work directory (logs) is kept, with why."""
+    workdir = tmp_path / "cluster"
+    workdir.mkdir()
+    nodes = [
+        {"node_id": 1, "argv": [sys.executable, "-c", "import time; time.sleep(120)"], "log": str(workdir / "n1.log")},
+        {
+            "node_id": 2,
+            "argv": [sys.executable, "-c", "print('out of heap'); raise SystemExit(3)"],
+            "log": str(workdir / "n2.log"),
+        },
+    ]
+    sup = Supervisor({"workdir": str(workdir), "nodes": nodes, "stop_grace": 1.0, "detached": True})
+    sup.procs = [sup._spawn(n["argv"], n["log"]) for n in nodes]
+    why = sup.watch()
+    sup.stop()
+    assert why == "node 2 exited with code 3"
+    assert (workdir / DIED_FILE).read_text().strip() == why
+    assert "out of heap" in (workdir / "n2.log.out").read_text()
+    assert sup.procs[0].poll() is not None  # the others were stopped
+
+
+def test_a_cluster_stopped_on_purpose_leaves_no_directory(tmp_path):
+    workdir = tmp_path / "cluster"
+    workdir.mkdir()
+    nodes = [
+        {"node_id": 1, "argv": [sys.executable, "-c", "import time; time.sleep(120)"], "log": str(workdir / "n1.log")}
+    ]
+    sup = Supervisor({"workdir": str(workdir), "nodes": nodes, "stop_grace": 1.0})
+    sup.procs = [sup._spawn(n["argv"], n["log"]) for n in nodes]
+    sup.stop()
+    assert sup.died is None
+    assert not workdir.exists()
