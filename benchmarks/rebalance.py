@@ -192,7 +192,8 @@ class RunResult:
     members_cpu_pct: float = 0.0
     #: The whole machine's CPU (members, broker, driver and producers; percent of one core, so 200 is
     #: both cores of a 2-core machine) over that steady stretch, and from the first trigger until the
-    #: group settled. None where /proc/stat cannot be read, and in runs recorded before 2026-11-29.
+    #: group settled (a rolling restart's: all its restarts, the replacements' start-ups among them).
+    #: None where /proc/stat cannot be read, and in runs recorded before 2026-11-29.
     machine_cpu_pct: float | None = None
     machine_cpu_change_pct: float | None = None
 
