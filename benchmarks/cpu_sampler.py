@@ -11,6 +11,7 @@ trigger to 1 s after it settled (docs/scale.md, "The machine's load"). Linux onl
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import gzip
 import json
@@ -25,7 +26,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks.machine_cpu import machine_busy_seconds  # noqa: E402
+from integration.proc_usage import machine_busy_seconds, process_cpu_seconds  # noqa: E402
 
 #: What marks the broker's JVM on its command line.
 BROKER_MARK = b"kafka.Kafka"
@@ -45,37 +46,34 @@ def broker_pids() -> list[int]:
     return pids
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """A process's user and system CPU seconds so far (None once it has gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def samples(interval_s: float = 1.0) -> Iterator[dict[str, float]]:
     """One sample every ``interval_s``: ``t`` (epoch seconds), ``busy`` and ``broker`` (cores used
     since the previous sample). Looks for new broker processes every ten samples."""
     busy_before = machine_busy_seconds() or 0.0
-    seen: dict[int, float | None] = {pid: process_cpu_seconds(pid) for pid in broker_pids()}
+    seen: dict[int, float] = {}  # broker pid -> its CPU seconds at the previous sample
+
+    def look_for_brokers() -> None:
+        for pid in broker_pids():
+            if pid not in seen and (cpu := process_cpu_seconds(pid)) is not None:
+                seen[pid] = cpu
+
+    look_for_brokers()
     count = 0
     while True:
         started = time.monotonic()
         time.sleep(interval_s)
         count += 1
         if count % 10 == 0:
-            for pid in broker_pids():
-                seen.setdefault(pid, process_cpu_seconds(pid))
+            look_for_brokers()
         span = time.monotonic() - started
         busy = machine_busy_seconds() or 0.0
         broker = 0.0
-        for pid in list(seen):
-            now, before = process_cpu_seconds(pid), seen[pid]
+        for pid, before in list(seen.items()):
+            now = process_cpu_seconds(pid)
             if now is None:
                 del seen[pid]
                 continue
-            broker += now - (before if before is not None else now)
+            broker += now - before
             seen[pid] = now
         yield {
             "t": round(time.time(), 2),
@@ -97,12 +95,15 @@ def per_cell(
     """(members, profile, scenario, mode) -> per run (broker cores, machine cores), means over the
     samples from 3 s before the run's first trigger to 1 s after it settled; runs with fewer than two
     samples there are left out."""
+    samples_in_time = sorted(log, key=lambda s: s["t"])
+    times = [s["t"] for s in samples_in_time]
     cells: dict[tuple[int, str, str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     for root in dirs:
         for run in sorted(p for p in root.iterdir() if (p / "meta.json").is_file()):
             meta = json.loads((run / "meta.json").read_text())
             start = float(meta["triggers"][0])
-            window = [s for s in log if start - 3 <= s["t"] <= start + max(float(meta["result"]["settle_s"]), 1.0) + 1]
+            end = start + max(float(meta["result"]["settle_s"]), 1.0) + 1
+            window = samples_in_time[bisect.bisect_left(times, start - 3) : bisect.bisect_right(times, end)]
             if len(window) < 2:
                 continue
             key = (int(meta["members"]), str(meta["profile"]), str(meta["scenario"]), str(meta["mode"]))

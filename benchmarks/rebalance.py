@@ -64,9 +64,9 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks.machine_cpu import busy_pct, machine_busy_seconds  # noqa: E402
 from integration.driver import GroupDriver, GroupTiming  # noqa: E402
 from integration.group_config import set_consumer_group_timing  # noqa: E402
+from integration.proc_usage import busy_pct, machine_busy_seconds  # noqa: E402
 from integration.timeline_checks import double_ownership, processed_offsets  # noqa: E402
 from integration.topics import create_topic  # noqa: E402
 from kassign.broker import open_broker  # noqa: E402

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from integration.member_hosts import MemberHost
+from integration.proc_usage import process_cpu_seconds, process_rss_bytes
 from integration.timeline_checks import current_assignment, is_settled, missing_records
 from kassign.model import TopicPartition
 from kassign.timeline.events import Event, write_events
@@ -621,22 +622,16 @@ class GroupDriver:
         ``/proc`` (Linux; empty elsewhere). A member that exits meanwhile is left out. Members sharing a
         process have an equal share of it each, so the sums over members are the processes' own."""
         out: dict[str, tuple[int, float]] = {}
-        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
         by_pid: dict[int, list[str]] = collections.defaultdict(list)
         for member_id in self.live_members():
             by_pid[self._members[member_id].proc.pid].append(member_id)
         for pid, member_ids in by_pid.items():
-            try:
-                # after the command's closing parenthesis: state is field 3, utime/stime fields 14/15
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-            except (OSError, IndexError, ValueError):
+            cpu_s, rss = process_cpu_seconds(pid), process_rss_bytes(pid)
+            if cpu_s is None or rss is None:
                 continue
             share = len(member_ids)
-            cpu_s = (int(fields[11]) + int(fields[12])) / tick
             for member_id in member_ids:
-                out[member_id] = (resident_pages * page // share, cpu_s / share)
+                out[member_id] = (rss // share, cpu_s / share)
         return out
 
     def failed_members(self) -> list[str]:

@@ -1,11 +1,12 @@
-"""benchmarks/machine_cpu.py: the machine's busy CPU time from /proc/stat (no broker, under a second)."""
+"""integration/proc_usage.py: the machine's busy CPU time from /proc/stat and a process's CPU and memory
+(no broker, under a second)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from benchmarks.machine_cpu import busy_pct, machine_busy_seconds
+from integration.proc_usage import busy_pct, machine_busy_seconds, process_cpu_seconds, process_rss_bytes
 
 
 def test_busy_time_leaves_out_idle_and_iowait(tmp_path: Path) -> None:
@@ -37,3 +38,16 @@ def test_this_machine_reads_and_counts_up() -> None:
     assert first is not None and first > 0
     second = machine_busy_seconds()
     assert second is not None and second >= first
+
+
+def test_a_process_reads_its_own_cpu_and_memory_and_a_gone_one_reads_none() -> None:
+    if not Path("/proc/self/stat").exists():
+        assert process_cpu_seconds(os.getpid()) is None
+        return
+    sum(range(200_000))  # some CPU of our own
+    cpu = process_cpu_seconds(os.getpid())
+    rss = process_rss_bytes(os.getpid())
+    assert cpu is not None and cpu > 0
+    assert rss is not None and rss > 1_000_000
+    gone = 2**22 + 7  # above the kernel's default pid_max: no such process
+    assert process_cpu_seconds(gone) is None and process_rss_bytes(gone) is None
